@@ -1,0 +1,225 @@
+"""Compile a folder of rule documents into one index file: parse -> embed -> index -> write.
+
+Everything that reaches bytes is sorted or ordered by path, and the build time comes from the
+commit, so the same rules and model give a byte-identical file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ruledex.reader import format as fmt
+from ruledex.reader.errors import RuleError, RuleErrors
+from ruledex.reader.records import DirectiveRecord, RuleRecord
+from ruledex.reader.text import KEYWORD_TOKENIZER
+from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
+
+from .embed import StoredModel, embed_texts, load_model
+from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document
+from .parse import ParsedDocument, parse_document
+from .source import SourceFile, SourceInfo, git_info, read_sources
+from .tables import detection_tables, directive_tables, pack_records, rule_tables
+
+Progress = Callable[[str], None]
+
+
+def tool_version() -> str:
+    """The installed ruledex version (recorded in every manifest)."""
+    try:
+        return version("ruledex")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+@dataclass
+class BuildResult:
+    """What a build produced: the file, its hash, counts and warnings."""
+
+    path: Path
+    sha256: str
+    rules: int
+    sections: int
+    directives: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly summary (``ruledex build --json``)."""
+        return {
+            "path": str(self.path),
+            "sha256": self.sha256,
+            "rules": self.rules,
+            "sections": self.sections,
+            "directives": self.directives,
+            "seconds": round(self.seconds, 3),
+            "warnings": self.warnings,
+        }
+
+
+def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str]]:
+    """Parse every document, collecting every error before failing; duplicate ids are errors."""
+    parsed, errors, warnings = [], [], []
+    for source in sources:
+        try:
+            doc = parse_document(source.text, source.path)
+        except RuleError as exc:
+            errors.append(exc)
+            continue
+        parsed.append(doc)
+        warnings.extend(doc.warnings)
+    seen: dict[str, str] = {}
+    for doc in parsed:
+        if doc.rule.id in seen:
+            errors.append(
+                RuleError(
+                    doc.rule.path,
+                    1,
+                    "id",
+                    f"duplicate rule id {doc.rule.id!r}, also used by {seen[doc.rule.id]}; give one of them another id",
+                )
+            )
+        seen[doc.rule.id] = doc.rule.path
+    if errors:
+        raise RuleErrors(errors)
+    return parsed, warnings
+
+
+def assemble(parsed: list[ParsedDocument]) -> tuple[list[RuleRecord], list[DirectiveRecord]]:
+    """Number rules and directives in path order and link them."""
+    rules, directives = [], []
+    for index, doc in enumerate(sorted(parsed, key=lambda d: d.rule.path)):
+        first = len(directives)
+        directives.extend(replace(d, rule=index) for d in doc.directives)
+        rules.append(replace(doc.rule, first_directive=first, directive_count=len(doc.directives)))
+    return rules, directives
+
+
+def embedding_text(rule: RuleRecord, directive: DirectiveRecord) -> str:
+    """What a directive's vector encodes: its section and its instruction."""
+    return " ".join([*directive.section, directive.text])
+
+
+def compile_index(
+    rules: list[RuleRecord],
+    directives: list[DirectiveRecord],
+    model: StoredModel,
+    source: SourceInfo,
+    name: str,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Compute every section and the manifest for the given records (pure: no I/O)."""
+    encoder = model.encoder()
+    texts = [embedding_text(rules[d.rule], d) for d in directives]
+    vectors = embed_texts(encoder, texts)
+    documents = [directive_document(rules[d.rule], d) for d in directives]
+    kw = build_keyword_index(documents)
+    wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
+    wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
+    rule_bytes, rule_offsets = pack_records([r.to_row() for r in rules])
+    dir_bytes, dir_offsets = pack_records([d.to_row() for d in directives])
+    arrays: dict[str, np.ndarray] = {
+        "directive_vectors": vectors.astype("<f4"),
+        "token_vectors": model.vectors.astype("|i1", copy=False),
+        "token_scales": model.scales.astype("<f4", copy=False),
+        "tokenizer": np.frombuffer(model.tokenizer_json.encode(), dtype="|u1"),
+        "kw_terms": kw.terms,
+        "kw_term_offsets": kw.term_offsets,
+        "kw_indptr": kw.indptr,
+        "kw_postings": kw.postings,
+        "kw_tf": kw.tf,
+        "kw_doc_len": kw.doc_len,
+        **directive_tables(directives),
+        **rule_tables(rules),
+        "wta_vectors": wta_vectors.astype("<f4"),
+        "wta_rule": np.array([i for i, _ in wta_texts], dtype="<u4"),
+        **detection_tables(directives, documents, vectors),
+        "rule_records": rule_bytes,
+        "rule_offsets": rule_offsets,
+        "directive_records": dir_bytes,
+        "directive_offsets": dir_offsets,
+    }
+    manifest = {
+        "name": name,
+        "version": source.version,
+        "tool": {"name": "ruledex", "version": tool_version()},
+        "source": {
+            "repository": source.repository,
+            "commit": source.commit,
+            "ref": source.ref,
+            "path": source.path,
+            "dirty": source.dirty,
+        },
+        "build_time": source.time or None,
+        "model": {
+            "name": model.name,
+            "hash": model.hash,
+            "vocab_size": int(model.vectors.shape[0]),
+            **model.manifest_params(),
+        },
+        "keywords": {
+            "tokenizer": KEYWORD_TOKENIZER,
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "avgdl": kw.avgdl,
+            "terms": int(len(kw.indptr) - 1),
+        },
+        "counts": {
+            "rules": len(rules),
+            "sections": sum(len(r.sections) for r in rules),
+            "directives": len(directives),
+            "when_to_apply": len(wta_texts),
+        },
+        "vocab": {"layers": list(LAYERS), "topics": list(TOPICS), "severities": list(SEVERITIES)},
+    }
+    return manifest, arrays
+
+
+def default_output(name: str, source: SourceInfo) -> Path:
+    """``dist/<name>-<version>.ruledex`` in the current folder."""
+    return Path("dist") / f"{name}-{source.version}{fmt.SUFFIX}"
+
+
+def build(
+    rules_dir: Path,
+    out: Path | None = None,
+    *,
+    model_name: str | None = None,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build an index from ``rules_dir``; write it atomically with its ``.sha256`` sidecar."""
+    say = progress or (lambda _msg: None)
+    started = time.perf_counter()
+    rules_dir = Path(rules_dir)
+    if not rules_dir.is_dir():
+        from ruledex.reader.errors import ConfigError
+
+        raise ConfigError(f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules")
+    sources = read_sources(rules_dir)
+    say(f"found {len(sources)} rule documents in {rules_dir}")
+    parsed, warnings = parse_all(sources)
+    rules, directives = assemble(parsed)
+    say(f"parsed {len(rules)} rules, {len(directives)} directives")
+    say("loading embedding model" + (f" {model_name}" if model_name else " (bundled, offline)"))
+    model = load_model(model_name)
+    source = git_info(rules_dir)
+    name = name or source.name
+    out = Path(out) if out else default_output(name, source)
+    say(f"embedding and indexing {len(directives)} directives")
+    manifest, arrays = compile_index(rules, directives, model, source, name)
+    sha = fmt.write(out, manifest, arrays)
+    say(f"wrote {out} ({out.stat().st_size:,} bytes)")
+    return BuildResult(
+        path=out,
+        sha256=sha,
+        rules=len(rules),
+        sections=manifest["counts"]["sections"],
+        directives=len(directives),
+        seconds=time.perf_counter() - started,
+        warnings=warnings,
+    )

@@ -1,0 +1,139 @@
+"""Load a model2vec static model and turn it into what the artifact stores.
+
+The default model ships in ``builder/model/`` (distilled by ``ruledex distill`` from
+all-MiniLM-L6-v2), so nothing downloads. ``--model`` takes any model2vec model: a local folder,
+or a Hugging Face hub name when a network exists.
+
+The artifact stores the token matrix as int8 rows with a float32 scale per row. An int8 model is
+stored as is, with scales of one, which makes the reader's encoding identical to
+``StaticModel.encode``; a float model is quantised per row. Directives are embedded with the
+reader's own :class:`~ruledex.reader.encode.Encoder` over exactly those stored bytes, so queries
+and directives live in the same space.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ruledex.reader.encode import Encoder, EncoderParams
+from ruledex.reader.errors import ConfigError
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "model"
+DEFAULT_MODEL_NAME = "ruledex/minilm-l6-static-256-int8"
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """A static model in the artifact's form: tokenizer JSON, int8 rows, row scales, parameters."""
+
+    name: str
+    tokenizer_json: str
+    vectors: np.ndarray
+    scales: np.ndarray
+    params: EncoderParams
+
+    @property
+    def hash(self) -> str:
+        """sha256 over everything the encoder uses: identifies the exact embedding space."""
+        digest = hashlib.sha256()
+        digest.update(self.tokenizer_json.encode())
+        digest.update(np.ascontiguousarray(self.vectors).tobytes())
+        digest.update(np.ascontiguousarray(self.scales, dtype="<f4").tobytes())
+        digest.update(json.dumps(self.manifest_params(), sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def manifest_params(self) -> dict[str, Any]:
+        """Encoder parameters as the manifest stores them."""
+        p = self.params
+        return {
+            "dim": p.dim,
+            "normalize": p.normalize,
+            "max_length": p.max_length,
+            "median_token_length": p.median_token_length,
+            "unk_token_id": p.unk_token_id,
+        }
+
+    def encoder(self) -> Encoder:
+        """The reader's encoder over this model's stored form."""
+        return Encoder.from_json(self.tokenizer_json, self.vectors, self.scales, self.params)
+
+
+def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row symmetric int8 quantisation: ``row ~= q * scale``."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    scale = np.abs(matrix).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    q = np.clip(np.rint(matrix / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def from_static_model(model: Any, name: str) -> StoredModel:
+    """Convert a loaded ``model2vec.StaticModel`` to its stored form."""
+    from tokenizers import Tokenizer
+
+    embedding = np.asarray(model.embedding)
+    mapping = getattr(model, "token_mapping", None)
+    weights = getattr(model, "weights", None)
+    if embedding.dtype == np.int8 and mapping is None and weights is None:
+        vectors, scales = embedding, np.ones(len(embedding), dtype=np.float32)
+    else:
+        full = embedding[mapping] if mapping is not None else embedding
+        full = full.astype(np.float32)
+        if weights is not None:
+            full = full * np.asarray(weights, dtype=np.float32)[:, None]
+        vectors, scales = quantize_rows(full)
+    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    unk = getattr(model, "unk_token_id", None)
+    params = EncoderParams(
+        dim=int(vectors.shape[1]),
+        normalize=bool(model.normalize),
+        max_length=getattr(model, "max_length", None),
+        median_token_length=int(model.median_token_length),
+        unk_token_id=None if unk is None else int(unk),
+    )
+    return StoredModel(name, tokenizer.to_str(), np.ascontiguousarray(vectors), scales, params)
+
+
+def load_model(name_or_path: str | None = None) -> StoredModel:
+    """Load the default shipped model, a local model2vec folder, or a hub model by name."""
+    try:
+        from model2vec import StaticModel
+    except ImportError:
+        raise ConfigError("building needs the builder's dependencies: pip install 'ruledex[build]'") from None
+    if name_or_path is None:
+        if not (DEFAULT_MODEL_DIR / "config.json").exists():
+            raise ConfigError(
+                f"the default model is missing from {DEFAULT_MODEL_DIR}; reinstall ruledex, or regenerate it with `ruledex distill`"
+            )
+        return from_static_model(StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR)), DEFAULT_MODEL_NAME)
+    local = Path(name_or_path)
+    if local.exists():
+        if not (local / "config.json").exists():
+            raise ConfigError(
+                f"{local}: not a model2vec model folder (no config.json); pass a folder written by model2vec or `ruledex distill`"
+            )
+        return from_static_model(StaticModel.from_pretrained(str(local)), local.name)
+    try:
+        model = StaticModel.from_pretrained(name_or_path, force_download=False)
+    except Exception as exc:
+        raise ConfigError(
+            f"could not load model {name_or_path!r} ({type(exc).__name__}: {exc}); pass a local model2vec folder, "
+            "or omit --model to use the bundled offline model"
+        ) from None
+    return from_static_model(model, name_or_path)
+
+
+def embed_texts(encoder: Encoder, texts: list[str]) -> np.ndarray:
+    """Unit-length float32 embeddings of ``texts`` (zero rows for texts with no known token)."""
+    from ruledex.reader.encode import unit_rows
+
+    if not texts:
+        return np.zeros((0, encoder.params.dim), dtype=np.float32)
+    return unit_rows(encoder.encode(texts))

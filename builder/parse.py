@@ -1,0 +1,247 @@
+"""Parse one ruledex rule document (front matter + markdown) into records, with marko's AST.
+
+Headings open sections; top-level list items led by ``[MUST]``/``[SHOULD]``/``[MAY]`` are
+directives. Inside a directive, lines starting with ``Rationale:``, ``Avoid:``, ``Layer(s):`` or
+``Topics:`` add detail, fenced code blocks are examples, nested lists extend the text. The format
+is documented for contributors in ``rules/CONTRIBUTING.md``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+import marko
+from marko import block
+from ruledex.reader.errors import RuleError
+from ruledex.reader.records import DirectiveRecord, RuleRecord
+from ruledex.reader.text import slug
+
+from . import frontmatter
+from .validate import RuleMeta, check_layers, check_severity, check_topics, validate
+
+_MARKER = re.compile(r"^\[\s*([A-Za-z]+)\s*\]\s*")
+_LABEL = re.compile(r"^(rationale|why|avoid|anti-pattern|antipattern|layers?|topics?)\s*:\s*(.*)$", re.IGNORECASE)
+_LABEL_FIELD = {
+    "rationale": "rationale",
+    "why": "rationale",
+    "avoid": "avoid",
+    "anti-pattern": "avoid",
+    "antipattern": "avoid",
+    "layer": "layers",
+    "layers": "layers",
+    "topic": "topics",
+    "topics": "topics",
+}
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """A parsed rule document: its rule record (directive range unset) and directives (rule -1)."""
+
+    rule: RuleRecord
+    directives: list[DirectiveRecord]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Lines:
+    """Map character offsets of the body back to 1-based file lines."""
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.first = first_line
+
+    def line(self, offset: int) -> int:
+        return self.first + bisect.bisect_right(self.starts, offset) - 1
+
+
+def normalise_newlines(text: str) -> str:
+    """CRLF/CR to LF and no BOM, so a file builds the same on every platform."""
+    return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def rule_path_id(path: str) -> str:
+    """The path part of directive ids: the relative path without its extension, with '/'."""
+    return re.sub(r"\.(md|mdc|markdown)$", "", path.replace("\\", "/"), flags=re.IGNORECASE)
+
+
+def _raw(body: str, element: block.BlockElement) -> str:
+    start, end = element.source_span
+    return body[start:end]
+
+
+def _heading_text(body: str, element: block.Heading) -> str:
+    text = _raw(body, element).strip()
+    if element.level and text.startswith("#"):
+        text = text.lstrip("#").strip()
+        text = re.sub(r"\s+#+\s*$", "", text)
+    else:  # setext heading: drop the underline
+        text = text.split("\n")[0].strip()
+    return text
+
+
+def _dedent_lines(raw: str) -> list[str]:
+    return [line.strip() for line in raw.strip("\n").split("\n")]
+
+
+@dataclass
+class _DirectiveDraft:
+    text: list[str] = field(default_factory=list)
+    rationale: list[str] = field(default_factory=list)
+    avoid: list[str] = field(default_factory=list)
+    layers: str = ""
+    topics: str = ""
+    examples: list[tuple[str, str]] = field(default_factory=list)
+    checklist: list[str] = field(default_factory=list)
+
+    def full_text(self) -> str:
+        """The directive's text: its sentence, then any nested checklist on its own lines."""
+        return "\n".join([" ".join(self.text).strip(), *self.checklist]).strip()
+
+    def add_lines(self, lines: list[str], current: str) -> str:
+        """Route lines to fields by their labels; return the field the next line continues."""
+        for line in lines:
+            match = _LABEL.match(line)
+            if match:
+                current = _LABEL_FIELD[match.group(1).lower()]
+                line = match.group(2).strip()
+                if current == "avoid":
+                    self.avoid.append(line)
+                    continue
+                if current in ("layers", "topics"):
+                    setattr(self, current, line)
+                    continue
+            if not line:
+                continue
+            if current == "text":
+                self.text.append(line)
+            elif current == "rationale":
+                self.rationale.append(line)
+            elif current == "avoid":
+                self.avoid[-1] = f"{self.avoid[-1]} {line}".strip() if self.avoid else line
+            else:
+                setattr(self, current, f"{getattr(self, current)} {line}".strip())
+        return current
+
+
+def _split_list(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in re.split(r"[,\s]+", value.strip("[] ")) if v.strip())
+
+
+def _parse_item(
+    item: block.ListItem, body: str, lines: _Lines, path: str, meta: RuleMeta
+) -> tuple[str, _DirectiveDraft, tuple[str, ...], int]:
+    """Turn one list item into (severity, draft, inferred fields, line)."""
+    line = lines.line(item.source_span[0])
+    children = [c for c in item.children if not isinstance(c, block.BlankLine)]
+    if not children or not isinstance(children[0], block.Paragraph):
+        raise RuleError(
+            path, line, "directive", "a directive must start with text, e.g. `- [MUST] Parameterize every SQL query`"
+        )
+    draft = _DirectiveDraft()
+    first = _dedent_lines(_raw(body, children[0]))
+    marker = _MARKER.match(first[0])
+    inferred: tuple[str, ...] = ()
+    if marker:
+        severity = check_severity(marker.group(1), path, line, "directive")
+        first[0] = first[0][marker.end() :]
+    elif meta.severity:
+        severity, inferred = meta.severity, ("severity",)
+    else:
+        raise RuleError(
+            path,
+            line,
+            "directive",
+            "list item has no severity marker; start it with [MUST], [SHOULD] or [MAY], or set `severity:` in the front matter",
+        )
+    current = draft.add_lines(first, "text")
+    for child in children[1:]:
+        if isinstance(child, (block.FencedCode, block.CodeBlock)):
+            lang = getattr(child, "lang", "") or ""
+            code = child.children[0].children if child.children else ""
+            draft.examples.append((lang, str(code).rstrip("\n")))
+        elif isinstance(child, block.Paragraph):
+            current = draft.add_lines(_dedent_lines(_raw(body, child)), current)
+        else:
+            draft.checklist.extend(_dedent_lines(_raw(body, child)))
+    if not " ".join(draft.text).strip():
+        raise RuleError(path, line, "directive", f"[{severity}] has no text; say what to do after the marker")
+    return severity, draft, inferred, line
+
+
+def parse_document(text: str, path: str) -> ParsedDocument:
+    """Parse a rule document; ``path`` is relative to the rules root and used in ids and errors."""
+    text = normalise_newlines(text)
+    fm = frontmatter.split(text, path)
+    path_id = rule_path_id(path)
+    meta, warnings = validate(fm, path, path_id)
+    body = fm.body
+    lines = _Lines(body, fm.body_line)
+    doc = marko.Markdown().parse(body)
+    title = meta.title
+    description: list[str] = [meta.description] if meta.description else []
+    stack: list[tuple[int, str]] = []
+    sections: list[tuple[str, ...]] = []
+    counters: dict[tuple[str, ...], int] = {}
+    directives: list[DirectiveRecord] = []
+    for element in doc.children:
+        if isinstance(element, block.Heading):
+            heading = _heading_text(body, element)
+            if element.level == 1 and not stack:
+                title = title or heading
+                continue
+            level = max(element.level, 2)
+            stack = [(lvl, name) for lvl, name in stack if lvl < level] + [(level, heading)]
+            sections.append(tuple(name for _, name in stack))
+        elif isinstance(element, block.Paragraph) and not stack:
+            description.append(" ".join(_dedent_lines(_raw(body, element))))
+        elif isinstance(element, block.List):
+            section = tuple(name for _, name in stack)
+            anchor = slug(" ".join(section)) or "top"
+            for item in element.children:
+                if not isinstance(item, block.ListItem):
+                    continue
+                severity, draft, inferred, line = _parse_item(item, body, lines, path, meta)
+                counters[section] = counters.get(section, 0) + 1
+                layers = meta.layers
+                topics = meta.topics
+                if draft.layers:
+                    layers = check_layers(_split_list(draft.layers), path, line, "Layer")
+                if draft.topics:
+                    topics = check_topics(_split_list(draft.topics), path, line, "Topics")
+                directives.append(
+                    DirectiveRecord(
+                        id=f"{path_id}#{anchor}-{counters[section]}",
+                        rule=-1,
+                        section=section,
+                        severity=severity,
+                        text=draft.full_text(),
+                        rationale=" ".join(draft.rationale).strip(),
+                        avoid=tuple(a for a in draft.avoid if a),
+                        examples=tuple(draft.examples),
+                        layers=layers,
+                        topics=topics,
+                        line=line,
+                        inferred=inferred,
+                    )
+                )
+    rule = RuleRecord(
+        id=meta.id,
+        title=title or meta.id,
+        path=path.replace("\\", "/"),
+        layers=meta.layers,
+        topics=meta.topics,
+        authoritative_for=meta.authoritative_for,
+        when_to_apply=meta.when_to_apply,
+        examples=meta.examples,
+        scope=meta.scope,
+        version=meta.version,
+        description=" ".join(description).strip(),
+        reviewed=meta.reviewed,
+        expires=meta.expires,
+        sections=tuple(sections),
+    )
+    if not directives:
+        warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")
+    return ParsedDocument(rule, directives, warnings)

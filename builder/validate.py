@@ -1,0 +1,165 @@
+"""Check front matter values against the schema and the vocabularies; normalise their types.
+
+Pure: takes a :class:`FrontMatter`, returns a :class:`RuleMeta` plus warnings, or raises
+:class:`RuleError` naming the file, line and field, the bad value and the allowed ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from ruledex.reader.errors import RuleError
+from ruledex.reader.vocab import CORE_MARKER, LAYERS, SCOPES, SEVERITIES, TOPICS
+
+from .frontmatter import FrontMatter
+
+KNOWN_FIELDS = frozenset(
+    [
+        "id",
+        "title",
+        "layer",
+        "layers",
+        "topics",
+        "authoritative_for",
+        "when_to_apply",
+        "severity",
+        "scope",
+        "version",
+        "reviewed",
+        "expires",
+        "examples",
+        "example_tasks",
+        "description",
+    ]
+)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    """Validated, normalised front matter of one rule document."""
+
+    id: str
+    title: str
+    layers: tuple[str, ...]
+    topics: tuple[str, ...]
+    authoritative_for: tuple[str, ...]
+    when_to_apply: tuple[str, ...]
+    examples: tuple[str, ...]
+    severity: str
+    scope: str
+    version: str
+    reviewed: str
+    expires: str
+    description: str
+
+
+def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
+    """A string or list of strings, as a tuple; anything else is an error."""
+    value = fm.values.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value.strip(),) if value.strip() else ()
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    raise RuleError(path, fm.line_of(key), key, f"must be a string or a list of strings, got {type(value).__name__}")
+
+
+def _one_of(value: str, allowed: tuple[str, ...], path: str, line: int, key: str, what: str) -> str:
+    if value not in allowed:
+        raise RuleError(path, line, key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
+    return value
+
+
+def _date(fm: FrontMatter, path: str, key: str) -> str:
+    value = fm.values.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    try:
+        return dt.date.fromisoformat(str(value)).isoformat()
+    except ValueError:
+        raise RuleError(path, fm.line_of(key), key, f"{value!r} is not a date; write YYYY-MM-DD") from None
+
+
+def check_layers(values: tuple[str, ...], path: str, line: int, key: str) -> tuple[str, ...]:
+    """Validate layer names (also used for per-directive overrides)."""
+    for value in values:
+        _one_of(value, LAYERS, path, line, key, "layer")
+    return tuple(sorted(set(values), key=LAYERS.index))
+
+
+def check_topics(
+    values: tuple[str, ...], path: str, line: int, key: str, *, allow_core: bool = False
+) -> tuple[str, ...]:
+    """Validate topic names (lower-cased); ``allow_core`` admits ``*`` for authoritative_for."""
+    allowed = (*TOPICS, CORE_MARKER) if allow_core else TOPICS
+    cleaned = tuple(v.lower() for v in values)
+    for value in cleaned:
+        _one_of(value, allowed, path, line, key, "topic")
+    return tuple(sorted(set(cleaned), key=allowed.index))
+
+
+def check_severity(value: str, path: str, line: int, key: str) -> str:
+    """Validate a severity marker, case-insensitively; return it upper-cased."""
+    return _one_of(value.strip().upper(), SEVERITIES, path, line, key, "severity")
+
+
+def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str]]:
+    """Validate front matter; return the normalised metadata and warnings (unknown fields)."""
+    warnings = [
+        f"{path}:{fm.line_of(key)}: {key}: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md"
+        for key in sorted(fm.values)
+        if key not in KNOWN_FIELDS
+    ]
+    rule_id = str(fm.values.get("id") or default_id).strip()
+    if not _ID.match(rule_id):
+        raise RuleError(
+            path, fm.line_of("id"), "id", f"{rule_id!r} is not a valid id; use letters, digits, '.', '_', '-' or '/'"
+        )
+    if "layer" in fm.values and "layers" in fm.values:
+        raise RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both")
+    layer_key = "layers" if "layers" in fm.values else "layer"
+    layers = check_layers(_strings(fm, path, layer_key), path, fm.line_of(layer_key), layer_key)
+    if not layers:
+        raise RuleError(
+            path,
+            fm.line_of(layer_key),
+            "layers",
+            f"missing; add `layers: [...]` with one or more of {', '.join(LAYERS)}",
+        )
+    topics = check_topics(_strings(fm, path, "topics"), path, fm.line_of("topics"), "topics")
+    if not topics:
+        raise RuleError(path, fm.line_of("topics"), "topics", f"missing; add `topics: [...]` from {', '.join(TOPICS)}")
+    authority = check_topics(
+        _strings(fm, path, "authoritative_for"),
+        path,
+        fm.line_of("authoritative_for"),
+        "authoritative_for",
+        allow_core=True,
+    )
+    severity = ""
+    if fm.values.get("severity") is not None:
+        severity = check_severity(str(fm.values["severity"]), path, fm.line_of("severity"), "severity")
+    scope = _one_of(str(fm.values.get("scope", "global")).strip(), SCOPES, path, fm.line_of("scope"), "scope", "scope")
+    example_key = "examples" if "examples" in fm.values else "example_tasks"
+    meta = RuleMeta(
+        id=rule_id,
+        title=str(fm.values.get("title") or "").strip(),
+        layers=layers,
+        topics=topics,
+        authoritative_for=authority,
+        when_to_apply=_strings(fm, path, "when_to_apply"),
+        examples=_strings(fm, path, example_key),
+        severity=severity,
+        scope=scope,
+        version=str(fm.values.get("version") or "").strip(),
+        reviewed=_date(fm, path, "reviewed"),
+        expires=_date(fm, path, "expires"),
+        description=str(fm.values.get("description") or "").strip(),
+    )
+    return meta, warnings

@@ -1,0 +1,343 @@
+"""The ``ruledex`` command line: thin verbs over the library; results on stdout, errors on stderr.
+
+Exit codes: 0 ok, 1 failure (the message names the file, field and fix), 2 usage. Builder verbs
+(``build``, ``distill``) are defined in ``ruledex.builder.commands``, which imports only argparse;
+their heavy dependencies load when they run, so reader-only installs keep working.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, RuledexError
+from .format import SUFFIX, verify
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def find_index(explicit: str | None) -> Path:
+    """``--index`` if given, else the newest ``*.ruledex`` in ``./dist``."""
+    if explicit:
+        return Path(explicit)
+    candidates = sorted(Path("dist").glob(f"*{SUFFIX}"), key=lambda p: (p.stat().st_mtime, p.name))
+    if not candidates:
+        raise ConfigError(
+            "no index given and none found in ./dist; build one with `ruledex build` or pass --index FILE"
+        )
+    return candidates[-1]
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from .index import Index
+
+    return Index(find_index(args.index))
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """``ruledex query``."""
+    from .query import query_directives
+
+    options: dict[str, Any] = {
+        "maxItems": args.max_items,
+        "tokenBudget": args.token_budget,
+        "strictLayer": not args.no_strict_layer,
+    }
+    if args.severity:
+        options["severityFilter"] = args.severity
+    if args.layer:
+        options["layer"] = args.layer
+    if args.topic:
+        options["topicsBias"] = args.topic
+    if args.rationale:
+        options["includeRationale"] = True
+    if args.explain:
+        options["includeDiagnostics"] = True
+    with _open(args) as index:
+        result = query_directives(index, args.task, args.mode, options)
+    if args.json:
+        _print_json(result)
+    else:
+        print(result["context_block"], end="")
+        if args.explain:
+            print(json.dumps(result["diagnostics"], indent=2), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    """``ruledex detect``."""
+    if args.index or list(Path("dist").glob(f"*{SUFFIX}")):
+        from .query import check_mode, detect_in_index
+
+        with _open(args) as index:
+            found = detect_in_index(index, args.text, check_mode(args.mode)).to_dict()
+    else:
+        from .detect import detect
+
+        found = detect(args.text, args.mode).to_dict()
+    if args.json:
+        _print_json(found)
+    else:
+        print(f"layer:        {found['detectedLayer'] or '(none)'}  (confidence {found['confidence']})")
+        print(f"topics:       {', '.join(found['topics']) or '(none)'}")
+        print(f"technologies: {', '.join(found['technologies']) or '(none)'}")
+        print(f"keywords:     {', '.join(found['keywords'])}")
+        for alt in found["alternativeContexts"]:
+            print(f"alternative:  {alt['layer']} ({alt['confidence']})")
+    return EXIT_OK
+
+
+def rule_summary(rule: Any) -> dict[str, Any]:
+    """The ``list_rules`` shape of one rule."""
+    return {
+        "domain": rule.id,
+        "title": rule.title,
+        "path": rule.path,
+        "description": rule.description,
+        "layers": list(rule.layers),
+        "topics": list(rule.topics),
+        "authoritativeFor": list(rule.authoritative_for),
+        "directives": rule.directive_count,
+        "version": rule.version,
+        "lastUpdated": rule.last_updated or rule.reviewed,
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``ruledex list``."""
+    with _open(args) as index:
+        rules = [rule_summary(r) for r in index.rules()]
+    if args.json:
+        _print_json(rules)
+        return EXIT_OK
+    width = max([len(r["domain"]) for r in rules] + [6])
+    print(f"{'domain':<{width}}  {'directives':>10}  {'layers':<28}  title")
+    for r in rules:
+        print(f"{r['domain']:<{width}}  {r['directives']:>10}  {', '.join(r['layers']):<28}  {r['title']}")
+    return EXIT_OK
+
+
+def render_rule(index: Any, i: int) -> str:
+    """A whole rule document as markdown (what ``show`` and ``get_rules`` return)."""
+    rule = index.rule(i)
+    out = [f"# {rule.title}", ""]
+    meta = [f"layers: {', '.join(rule.layers)}", f"topics: {', '.join(rule.topics)}"]
+    if rule.version:
+        meta.append(f"version: {rule.version}")
+    if rule.last_updated or rule.reviewed:
+        meta.append(f"last updated: {rule.last_updated or rule.reviewed}")
+    out += [f"_{'; '.join(meta)}; source: {rule.path}_", ""]
+    if rule.description:
+        out += [rule.description, ""]
+    if rule.when_to_apply:
+        out += ["When to apply: " + "; ".join(rule.when_to_apply), ""]
+    section: tuple[str, ...] | None = None
+    for d in index.directives_of(i):
+        if d.section != section:
+            section = d.section
+            if section:
+                out += ["", f"{'#' * (len(section) + 1)} {section[-1]}", ""]
+        out.append(f"- **{d.severity}** {d.text}")
+        if d.rationale:
+            out.append(f"  Rationale: {d.rationale}")
+        out.extend(f"  Avoid: {a}" for a in d.avoid)
+        for lang, code in d.examples:
+            out += [f"  ```{lang}", *[f"  {line}" for line in code.split("\n")], "  ```"]
+    return "\n".join(out).strip() + "\n"
+
+
+def closest_domains(index: Any, domain: str, n: int = 3) -> list[str]:
+    """The rule ids most like an unknown ``domain`` (difflib ratio, then substring)."""
+    import difflib
+
+    ids = [r.id for r in index.rules()]
+    close = difflib.get_close_matches(domain.lower(), ids, n=n, cutoff=0.3)
+    extra = [i for i in ids if domain.lower() in i.lower() and i not in close]
+    return (close + extra)[:n] or ids[:n]
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``ruledex show``."""
+    with _open(args) as index:
+        i = index.find_rule(args.domain)
+        if i is None:
+            close = closest_domains(index, args.domain)
+            raise ConfigError(
+                f"no rule {args.domain!r} in {index.path}; closest: {', '.join(close)} (see `ruledex list`)"
+            )
+        if args.json:
+            _print_json({**rule_summary(index.rule(i)), "content": render_rule(index, i)})
+        else:
+            print(render_rule(index, i), end="")
+    return EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``ruledex info``."""
+    from .format import open_artifact
+
+    with open_artifact(find_index(args.file)) as art:
+        m = art.manifest
+        size = art.size
+    if args.json:
+        _print_json(m)
+        return EXIT_OK
+    src, model, counts = m.get("source", {}), m.get("model", {}), m.get("counts", {})
+    print(f"file:        {find_index(args.file)} ({size:,} bytes)")
+    print(
+        f"index:       {m.get('name')} {m.get('version')}  (format {'.'.join(map(str, m['format_version']))}, built by ruledex {m.get('tool', {}).get('version')})"
+    )
+    print(
+        f"source:      {src.get('repository') or '-'} {src.get('path') or ''} @ {src.get('commit', '')[:12] or '-'} ({src.get('ref') or '-'}){' DIRTY' if src.get('dirty') else ''}"
+    )
+    print(f"built from:  commit time {m.get('build_time') or '-'}")
+    print(
+        f"contents:    {counts.get('rules')} rules, {counts.get('sections')} sections, {counts.get('directives')} directives"
+    )
+    print(
+        f"model:       {model.get('name')} (dim {model.get('dim')}, vocab {model.get('vocab_size')}, sha256 {str(model.get('hash'))[:16]}...)"
+    )
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """``ruledex verify``."""
+    report = verify(find_index(args.file))
+    if args.json:
+        _print_json(report)
+    else:
+        print(
+            f"ok: {report['path']} sha256 {report['sha256']} (sidecar {report['sidecar']}, format {'.'.join(map(str, report['format_version']))})"
+        )
+    return EXIT_OK
+
+
+def _add_index(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", help="index file (default: the newest *.ruledex in ./dist)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used by the docs test)."""
+    from ruledex.builder.commands import add_commands
+
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="ruledex",
+        description="Give AI coding assistants the right project rules: build an index from markdown rules, "
+        "then query it in milliseconds, offline.",
+        epilog='Example: ruledex build rules/ && ruledex query "Add user registration API endpoint"',
+        formatter_class=raw,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add_commands(sub)
+
+    p = sub.add_parser(
+        "query",
+        help="the rules that matter for a task, as a markdown block",
+        formatter_class=raw,
+        description="Detect the task's layer and topics, rank the directives and print a token-budgeted "
+        "markdown block with citations. --json prints the query_directives tool output.",
+        epilog='Example: ruledex query "Add a login button to the header" --max-items 5',
+    )
+    p.add_argument("task", help="the task, in the words you would give the assistant")
+    _add_index(p)
+    p.add_argument("--json", action="store_true", help="print {context_block, citations, diagnostics} as JSON")
+    p.add_argument("--max-items", type=int, default=8, help="directives to show, clamped to 3-12 (default: 8)")
+    p.add_argument("--token-budget", type=int, default=900, help="token budget of the block (default: 900)")
+    p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode: biases detection")
+    p.add_argument("--layer", help="use this layer instead of the detected one (e.g. 4-Persistence)")
+    p.add_argument("--topic", action="append", help="bias towards a topic (repeatable)")
+    p.add_argument("--severity", action="append", help="only these severities (repeatable: MUST, SHOULD, MAY)")
+    p.add_argument("--no-strict-layer", action="store_true", help="boost the detected layer instead of filtering by it")
+    p.add_argument("--rationale", action="store_true", help="add each directive's one-line rationale")
+    p.add_argument("--explain", action="store_true", help="include score breakdowns (in --json, or on stderr)")
+    p.set_defaults(run=cmd_query)
+
+    p = sub.add_parser(
+        "detect",
+        help="detect a task's layer, topics, technologies and keywords",
+        formatter_class=raw,
+        description="Run context detection only. Uses the index's learnt tables when one is found.",
+        epilog='Example: ruledex detect "Fix the flaky checkout test" --mode debug --json',
+    )
+    p.add_argument("text", help="task text")
+    _add_index(p)
+    p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode")
+    p.add_argument("--json", action="store_true", help="print the detect_context tool output as JSON")
+    p.set_defaults(run=cmd_detect)
+
+    p = sub.add_parser(
+        "list", help="list the rule documents in an index", formatter_class=raw, epilog="Example: ruledex list --json"
+    )
+    _add_index(p)
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser(
+        "show",
+        help="print one whole rule document from an index",
+        formatter_class=raw,
+        epilog="Example: ruledex show security",
+    )
+    p.add_argument("domain", help="rule id or file stem (see `ruledex list`)")
+    _add_index(p)
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser(
+        "info",
+        help="print an index file's manifest summary",
+        formatter_class=raw,
+        epilog="Example: ruledex info dist/rules-v1.2.0.ruledex --json",
+    )
+    p.add_argument("file", nargs="?", help="index file (default: the newest in ./dist)")
+    p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
+    p.set_defaults(run=cmd_info)
+
+    p = sub.add_parser(
+        "verify",
+        help="check an index file completely: structure, checksums, sidecar",
+        formatter_class=raw,
+        epilog="Example: ruledex verify dist/rules-v1.2.0.ruledex",
+    )
+    p.add_argument("file", nargs="?", help="index file (default: the newest in ./dist)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(run=cmd_verify)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ruledex")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0+unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except RuledexError as exc:
+        print(f"ruledex: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except ValueError as exc:
+        print(f"ruledex: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

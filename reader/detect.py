@@ -1,0 +1,286 @@
+"""Detect a task's layer, topics, technologies and keywords, offline.
+
+Three signals are added per layer and per topic: the built-in dictionaries below (with synonyms:
+auth/authentication/login, DB/database/SQL, k8s/Kubernetes ...), the terms the builder learnt
+from the index's own rules, and cosine similarity to the index's prototype vectors. The mode
+shifts the balance: ``debug`` leans to tests, ``architect`` to domain, architecture and docs.
+Confidence is the winner's share of the evidence; below :data:`MIN_LAYER_SCORE` no layer is
+claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .text import keywords, stem, words
+from .vocab import LAYERS, TOPICS
+
+MODES = ("architect", "code", "debug")
+
+_LAYER_WORDS: dict[str, str] = {
+    "1-Presentation": """ui ux button header footer navbar navigation nav page screen component widget react vue svelte
+        angular jsx tsx css scss tailwind style styling layout modal dialog form label dropdown menu sidebar theme
+        responsive html template view frontend click render toast icon tooltip animation aria a11y keyboard focus
+        contrast accessibility dark-mode storybook""",
+    "2-Application": """endpoint api route router handler controller service usecase request response rest graphql
+        grpc middleware webhook job queue worker command orchestration registration signup login logout session
+        rate-limit pagination upload backend server http cors payload""",
+    "3-Domain": """domain entity entities aggregate invariant business value-object pricing price discount order invoice
+        policy calculation ddd rule workflow state-machine money currency""",
+    "4-Persistence": """database db sql query queries migration migrate schema table column index indexes postgres
+        postgresql mysql sqlite mongodb mongo redis cache orm repository transaction sqlalchemy prisma alembic
+        persistence storage seed backfill n+1 nosql""",
+    "5-Tests": """test tests testing unit integration e2e end-to-end fixture mock stub pytest jest vitest cypress
+        playwright coverage flaky assert assertion regression tdd snapshot spec""",
+    "6-Docs": """docs documentation readme changelog adr docstring openapi swagger guide tutorial runbook
+        document documenting""",
+    "7-Deployment": """deploy deployment ci cd pipeline docker dockerfile container kubernetes k8s helm terraform
+        infrastructure iac release github-actions workflow rollout rollback staging production prod canary
+        environment env devops image registry""",
+}
+
+_TOPIC_WORDS: dict[str, str] = {
+    "security": """security secure auth authentication authorization authorisation login logout password secret
+        secrets token jwt oauth oidc csrf xss injection sanitize sanitise encrypt encryption permission role rbac
+        vulnerability cve registration signup register credential credentials session cookie hash""",
+    "testing": "test tests testing unit integration e2e mock fixture coverage flaky pytest jest vitest tdd assert",
+    "performance": """performance slow fast latency cache caching optimize optimise memory cpu n+1 profile
+        profiling throughput pagination load speed bottleneck""",
+    "api": """api endpoint rest graphql grpc route http request response status webhook openapi versioning
+        payload json client""",
+    "database": """database db sql query queries migration schema table index postgres postgresql mysql sqlite
+        mongodb orm transaction persistence redis""",
+    "frontend": """ui frontend component react vue svelte angular css tailwind button page form layout header
+        navbar modal html browser""",
+    "backend": "backend server service endpoint handler worker queue job controller middleware",
+    "devops": """deploy deployment ci cd pipeline docker dockerfile kubernetes k8s helm terraform container
+        release infrastructure github-actions""",
+    "documentation": "docs documentation readme changelog adr docstring comment comments document",
+    "accessibility": "accessibility a11y aria screen-reader keyboard contrast wcag alt focus",
+    "architecture": """architecture layer layers module modules dependency dependencies boundary design pattern
+        coupling interface refactor decouple monolith microservice""",
+    "quality": "lint linter refactor clean readability naming duplication review style format complexity typing",
+    "observability": "log logs logging metric metrics tracing trace monitor monitoring alert dashboard telemetry",
+    "reliability": """retry retries timeout idempotent idempotency resilience error errors failure fallback
+        circuit backup outage crash exception""",
+    "privacy": "pii gdpr personal privacy consent retention anonymize anonymise email",
+    "git": "git commit commits branch merge rebase pull-request pr",
+}
+
+TECHNOLOGIES: tuple[str, ...] = (
+    "python",
+    "typescript",
+    "javascript",
+    "java",
+    "kotlin",
+    "go",
+    "golang",
+    "rust",
+    "ruby",
+    "php",
+    "c#",
+    "c++",
+    "swift",
+    "react",
+    "vue",
+    "svelte",
+    "angular",
+    "nextjs",
+    "next.js",
+    "django",
+    "flask",
+    "fastapi",
+    "express",
+    "nestjs",
+    "spring",
+    "rails",
+    "laravel",
+    "node",
+    "nodejs",
+    "postgres",
+    "postgresql",
+    "mysql",
+    "sqlite",
+    "mongodb",
+    "redis",
+    "kafka",
+    "rabbitmq",
+    "graphql",
+    "grpc",
+    "docker",
+    "kubernetes",
+    "k8s",
+    "helm",
+    "terraform",
+    "aws",
+    "gcp",
+    "azure",
+    "github-actions",
+    "pytest",
+    "jest",
+    "vitest",
+    "cypress",
+    "playwright",
+    "tailwind",
+    "prisma",
+    "sqlalchemy",
+    "alembic",
+    "celery",
+    "openapi",
+)
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "auth": ("authentication", "authorization"),
+    "login": ("authentication", "session"),
+    "signup": ("registration",),
+    "register": ("registration",),
+    "db": ("database",),
+    "sql": ("database", "query"),
+    "k8s": ("kubernetes",),
+    "pr": ("pull", "request"),
+    "e2e": ("end", "test"),
+    "a11y": ("accessibility",),
+    "perf": ("performance",),
+    "ci": ("pipeline",),
+    "docs": ("documentation",),
+    "repo": ("repository",),
+    "env": ("environment",),
+}
+"""Query expansions for short or colloquial words (applied to retrieval and detection)."""
+
+MODE_BIAS: dict[str, dict[str, float]] = {
+    "debug": {"5-Tests": 0.8, "reliability": 0.6, "observability": 0.6, "testing": 0.6},
+    "architect": {"3-Domain": 0.6, "6-Docs": 0.4, "architecture": 0.8, "documentation": 0.4},
+    "code": {},
+}
+
+MIN_LAYER_SCORE = 1.0
+MIN_TOPIC_SCORE = 1.0
+_LEARNT_WEIGHT = 0.5
+_VECTOR_WEIGHT = 4.0
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w.replace("-", "")) for w in text.split()) | frozenset(stem(w) for w in text.split())
+
+
+LAYER_TERMS = {name: _stems(text) for name, text in _LAYER_WORDS.items()}
+TOPIC_TERMS = {name: _stems(text) for name, text in _TOPIC_WORDS.items()}
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What the detector found in a task."""
+
+    layer: str | None
+    topics: tuple[str, ...]
+    technologies: tuple[str, ...]
+    keywords: tuple[str, ...]
+    confidence: float
+    layer_scores: dict[str, float] = field(default_factory=dict)
+    topic_scores: dict[str, float] = field(default_factory=dict)
+
+    def alternatives(self, n: int = 2) -> list[dict[str, float | str]]:
+        """The next-best layers with their share of the evidence."""
+        total = sum(v for v in self.layer_scores.values() if v > 0) or 1.0
+        ranked = sorted(((v, k) for k, v in self.layer_scores.items() if k != self.layer and v > 0), reverse=True)
+        return [{"layer": k, "confidence": round(v / total, 3)} for v, k in ranked[:n]]
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``detect_context`` output shape."""
+        return {
+            "detectedLayer": self.layer,
+            "topics": list(self.topics),
+            "technologies": list(self.technologies),
+            "keywords": list(self.keywords),
+            "confidence": round(self.confidence, 3),
+            "alternativeContexts": self.alternatives(),
+        }
+
+
+def expand(terms: list[str]) -> list[str]:
+    """Add synonym stems for short or colloquial terms, keeping order and uniqueness."""
+    out = list(dict.fromkeys(terms))
+    for term in terms:
+        for extra in SYNONYMS.get(term, ()):
+            s = stem(extra)
+            if s not in out:
+                out.append(s)
+    return out
+
+
+def _score(terms: set[str], table: dict[str, frozenset[str]]) -> dict[str, float]:
+    return {name: float(len(terms & vocab)) for name, vocab in table.items()}
+
+
+def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, list[str]]) -> None:
+    for name, vocab in learnt.items():
+        if name in scores:
+            scores[name] += _LEARNT_WEIGHT * len(terms & set(vocab))
+
+
+def _add_vectors(
+    scores: dict[str, float], names: tuple[str, ...], protos: np.ndarray | None, query: np.ndarray | None
+) -> None:
+    if protos is None or query is None or not len(protos) or not np.any(query):
+        return
+    sims = protos @ query
+    used = np.linalg.norm(protos, axis=1) > 0
+    if not used.any():
+        return
+    mean = float(sims[used].mean())
+    for i, name in enumerate(names):
+        if used[i] and name in scores:
+            scores[name] += _VECTOR_WEIGHT * max(0.0, float(sims[i]) - mean)
+
+
+def detect(
+    text: str,
+    mode: str | None = None,
+    *,
+    query_vector: np.ndarray | None = None,
+    layer_vectors: np.ndarray | None = None,
+    topic_vectors: np.ndarray | None = None,
+    learnt: dict[str, dict[str, list[str]]] | None = None,
+) -> Detection:
+    """Detect context from task text, optionally helped by an index's tables (pure function)."""
+    raw = words(text)
+    terms = expand(keywords(text))
+    term_set = set(terms) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
+    layer_scores = _score(term_set, LAYER_TERMS)
+    topic_scores = _score(term_set, TOPIC_TERMS)
+    if learnt:
+        _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
+        _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
+    _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector)
+    _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector)
+    for name, bias in MODE_BIAS.get(mode or "code", {}).items():
+        table = layer_scores if name in layer_scores else topic_scores
+        table[name] = table.get(name, 0.0) + bias
+    layer_scores.pop("*", None)
+    ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], LAYERS.index(kv[0])))
+    best, best_score = ranked[0]
+    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    layer = best if best_score >= MIN_LAYER_SCORE else None
+    confidence = best_score / (best_score + runner_up + 1.0) if layer else 0.0
+    topics = tuple(
+        name
+        for name, score in sorted(topic_scores.items(), key=lambda kv: (-kv[1], TOPICS.index(kv[0])))
+        if score >= MIN_TOPIC_SCORE
+    )[:4]
+    lowered = text.lower()
+    techs = tuple(t for t in TECHNOLOGIES if t in set(raw) or (not t.isalnum() and t in lowered))
+    return Detection(
+        layer=layer,
+        topics=topics,
+        technologies=techs,
+        keywords=tuple(dict.fromkeys(w for w in raw if w not in _STOP)),
+        confidence=min(1.0, confidence),
+        layer_scores={k: round(v, 3) for k, v in layer_scores.items()},
+        topic_scores={k: round(v, 3) for k, v in topic_scores.items()},
+    )
+
+
+from .text import STOPWORDS as _STOP  # noqa: E402 - kept next to its single use

@@ -1,0 +1,100 @@
+"""Encode text into the index's embedding space, exactly as model2vec's ``StaticModel.encode``.
+
+The artifact carries the static model's token matrix (int8 rows with a float32 scale per row) and
+its tokenizer, so queries are encoded with no model download and no model2vec import. The steps
+mirror model2vec 0.10: cut the text to ``max_length * median_token_length`` characters, tokenize
+without special tokens (truncating to ``max_length`` tokens), drop the unknown token, look up and
+scale the rows, take the mean, and L2-normalise when the model normalises. Text with no known
+token encodes to a float32 zero vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+
+@dataclass(frozen=True)
+class EncoderParams:
+    """The model facts the encoder needs; stored in the manifest under ``model``."""
+
+    dim: int
+    normalize: bool
+    max_length: int | None
+    median_token_length: int
+    unk_token_id: int | None
+
+    @classmethod
+    def from_manifest(cls, model: dict[str, Any]) -> EncoderParams:
+        """Read the parameters from a manifest's ``model`` entry."""
+        return cls(
+            dim=int(model["dim"]),
+            normalize=bool(model["normalize"]),
+            max_length=model.get("max_length"),
+            median_token_length=int(model["median_token_length"]),
+            unk_token_id=model.get("unk_token_id"),
+        )
+
+
+class Encoder:
+    """Turns text into unit vectors with a tokenizer and an int8 token matrix."""
+
+    def __init__(self, tokenizer: Tokenizer, vectors: np.ndarray, scales: np.ndarray, params: EncoderParams) -> None:
+        """Wrap a tokenizer and the (vocab, dim) int8 matrix with its per-row scales."""
+        self.tokenizer = tokenizer
+        self.vectors = vectors
+        self.scales = scales
+        self.params = params
+        if params.max_length is None:
+            tokenizer.no_truncation()
+        else:
+            tokenizer.enable_truncation(params.max_length)
+        tokenizer.no_padding()
+
+    @classmethod
+    def from_json(cls, tokenizer_json: str, vectors: np.ndarray, scales: np.ndarray, params: EncoderParams) -> Encoder:
+        """Build an encoder from a tokenizer.json string."""
+        return cls(Tokenizer.from_str(tokenizer_json), vectors, scales, params)
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids per text, as model2vec computes them (no special tokens, no unknowns)."""
+        p = self.params
+        if p.max_length is not None:
+            cut = p.max_length * p.median_token_length
+            texts = [t[:cut] for t in texts]
+        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        unk = p.unk_token_id
+        return [[i for i in e.ids if i != unk] for e in encodings]
+
+    def pool(self, ids: list[int]) -> np.ndarray:
+        """Mean of the scaled token rows, normalised per the model; zeros when ``ids`` is empty."""
+        if not ids:
+            return np.zeros(self.params.dim, dtype=np.float32)
+        idx = np.asarray(ids, dtype=np.int64)
+        # float64 accumulation, as model2vec does for int8 rows, keeps the result identical
+        rows = self.vectors[idx].astype(np.float64) * self.scales[idx, None]
+        vec = (rows.sum(axis=0) / len(ids)).astype(np.float32)
+        if self.params.normalize:
+            vec = vec / (np.linalg.norm(vec) + np.float32(1e-32))
+        return vec.astype(np.float32, copy=False)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Encode texts into a (len(texts), dim) float32 matrix."""
+        out = np.zeros((len(texts), self.params.dim), dtype=np.float32)
+        for row, ids in enumerate(self.token_ids(texts)):
+            out[row] = self.pool(ids)
+        return out
+
+    def encode_one(self, text: str) -> np.ndarray:
+        """Encode one text into a (dim,) float32 vector."""
+        return self.encode([text])[0]
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)

@@ -1,0 +1,51 @@
+"""The errors ruledex raises. Library code raises these; only the CLI and server translate them.
+
+Every message names where the problem is and what to do about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class RuledexError(Exception):
+    """Base class of every error ruledex reports to a user."""
+
+
+@dataclass
+class RuleError(RuledexError):
+    """A rule document is malformed: names the file, line and field, and the fix."""
+
+    path: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass
+class ArtifactError(RuledexError):
+    """An index file cannot be used: names the file, the section if any, and what to do."""
+
+    path: str
+    section: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f" [{self.section}]" if self.section else ""
+        return f"{self.path}{where}: {self.message}"
+
+
+class ConfigError(RuledexError):
+    """A setting, option or missing dependency stops ruledex; the message says what to change."""
+
+
+class RuleErrors(RuledexError):
+    """Several rule documents are malformed; holds every :class:`RuleError` found in one pass."""
+
+    def __init__(self, errors: list[RuleError]) -> None:
+        """Collect the errors; the message lists them one per line."""
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))

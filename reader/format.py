@@ -1,0 +1,404 @@
+r"""The ruledex index file format, version 1.0. This module is the contract; nothing else knows bytes.
+
+Layout of a ``.ruledex`` file (all integers little-endian)::
+
+    offset 0   magic            8 bytes  b"\x89RDX\r\n\x1a\n"  (PNG-style: catches text-mode mangling)
+    offset 8   major            u16      format major version
+    offset 10  minor            u16      format minor version
+    offset 12  reserved         u32      zero
+    offset 16  manifest_length  u64      bytes of the manifest that follows
+    offset 24  manifest         UTF-8 JSON object, keys sorted, at most MAX_MANIFEST bytes
+    ...        zero padding up to the next multiple of ALIGN: the data region starts here
+    data       sections, each starting at a multiple of ALIGN from the data region's start
+
+The manifest holds the build's facts (format and tool version, source repository, commit, ref,
+build time from the commit, model name/dimension/hash and encoder parameters, keyword tokenizer
+and BM25 parameters, counts) and ``sections``: ``name -> {offset, nbytes, dtype, shape, crc32}``
+with ``offset`` relative to the data region. Every section is a C-contiguous array of the dtype
+:data:`SECTIONS` fixes for it, so the reader views it in place with ``np.frombuffer`` over one
+read-only ``mmap``; byte blobs (tokenizer JSON, msgpack records) are ``|u1`` arrays.
+
+Compatibility rule: a reader opens any file of the same major version; sections it does not know
+are ignored (a newer minor version may add some), sections it needs must be present. A different
+major version is refused with a message that says which side to upgrade.
+
+Before any view is made the file is checked: length, magic, major version, manifest size and
+JSON, and for every section its dtype, shape, alignment, bounds, overlap and
+``nbytes == prod(shape) * itemsize``. ``verify`` additionally checks each section's CRC-32 and
+the ``<file>.sha256`` sidecar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ArtifactError
+
+MAGIC = b"\x89RDX\r\n\x1a\n"
+FORMAT_VERSION: tuple[int, int] = (1, 0)
+ALIGN = 64
+MAX_MANIFEST = 16 * 1024 * 1024
+_HEADER = struct.Struct("<8sHHIQ")
+HEADER_SIZE = _HEADER.size
+SUFFIX = ".ruledex"
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """What a section holds: its dtype, number of dimensions and meaning."""
+
+    dtype: str
+    ndim: int
+    doc: str
+
+
+SECTIONS: dict[str, SectionSpec] = {
+    # embeddings
+    "directive_vectors": SectionSpec("<f4", 2, "unit-norm directive embeddings (directives, dim)"),
+    "token_vectors": SectionSpec("|i1", 2, "static model token embeddings, int8 (vocab, dim)"),
+    "token_scales": SectionSpec("<f4", 1, "per-token scale applied to token_vectors rows (vocab,)"),
+    "tokenizer": SectionSpec("|u1", 1, "the model's tokenizer.json, UTF-8"),
+    # keyword index, CSR over sorted terms
+    "kw_terms": SectionSpec("|u1", 1, "sorted keyword terms, UTF-8, concatenated"),
+    "kw_term_offsets": SectionSpec("<u4", 1, "start of each term in kw_terms, plus the end (terms+1,)"),
+    "kw_indptr": SectionSpec("<u4", 1, "postings of term i are [indptr[i], indptr[i+1]) (terms+1,)"),
+    "kw_postings": SectionSpec("<u4", 1, "directive ids, ascending within a term (postings,)"),
+    "kw_tf": SectionSpec("<u2", 1, "term frequency per posting (postings,)"),
+    "kw_doc_len": SectionSpec("<u4", 1, "keyword tokens per directive document (directives,)"),
+    # per-directive tables
+    "dir_rule": SectionSpec("<u4", 1, "rule index of each directive (directives,)"),
+    "dir_severity": SectionSpec("|u1", 1, "index into vocab.SEVERITIES (directives,)"),
+    "dir_layers": SectionSpec("|u1", 1, "bit mask over vocab.LAYERS (directives,)"),
+    "dir_topics": SectionSpec("<u4", 1, "bit mask over vocab.TOPICS (directives,)"),
+    # per-rule tables
+    "rule_authority": SectionSpec("<u4", 1, "topic mask of authoritative_for (rules,)"),
+    "rule_core": SectionSpec("|u1", 1, "1 if the rule is a core rule, authoritative for '*' (rules,)"),
+    "wta_vectors": SectionSpec("<f4", 2, "unit-norm when_to_apply phrase embeddings (phrases, dim)"),
+    "wta_rule": SectionSpec("<u4", 1, "rule index of each when_to_apply phrase (phrases,)"),
+    # detection tables learnt from the rules
+    "layer_vectors": SectionSpec("<f4", 2, "unit-norm prototype per layer, zero if unused (layers, dim)"),
+    "topic_vectors": SectionSpec("<f4", 2, "unit-norm prototype per topic, zero if unused (topics, dim)"),
+    "detect_terms": SectionSpec("|u1", 1, "msgpack {'layers': {name: [term]}, 'topics': {...}}"),
+    # records: msgpack rows concatenated, offsets array (records+1,)
+    "rule_records": SectionSpec("|u1", 1, "msgpack RuleRecord rows, concatenated"),
+    "rule_offsets": SectionSpec("<u8", 1, "start of each rule row, plus the end (rules+1,)"),
+    "directive_records": SectionSpec("|u1", 1, "msgpack DirectiveRecord rows, concatenated"),
+    "directive_offsets": SectionSpec("<u8", 1, "start of each directive row, plus the end"),
+}
+"""Every section of format 1.x, in the order the writer lays them out."""
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable where the platform allows it (not on Windows)."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: Path, chunks: list[bytes] | bytes) -> None:
+    """Write a file so that readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
+    """Write an index file atomically, then its ``.sha256`` sidecar; return the sha256.
+
+    ``arrays`` must hold every section of :data:`SECTIONS` with its declared dtype; the section
+    table and format version are added to ``manifest`` here, so no caller knows offsets.
+    """
+    missing = sorted(set(SECTIONS) - set(arrays))
+    unknown = sorted(set(arrays) - set(SECTIONS))
+    if missing or unknown:
+        raise ValueError(f"sections missing {missing} / unknown {unknown}")
+    table: dict[str, dict[str, Any]] = {}
+    payloads: list[tuple[int, bytes]] = []
+    offset = 0
+    for name, spec in SECTIONS.items():
+        arr = np.ascontiguousarray(arrays[name])
+        if arr.dtype != np.dtype(spec.dtype) or arr.ndim != spec.ndim:
+            raise ValueError(f"section {name}: got {arr.dtype}/{arr.ndim}d, need {spec.dtype}/{spec.ndim}d")
+        data = arr.tobytes()
+        offset = _align(offset)
+        table[name] = {
+            "offset": offset,
+            "nbytes": len(data),
+            "dtype": spec.dtype,
+            "shape": list(arr.shape),
+            "crc32": zlib.crc32(data),
+        }
+        payloads.append((offset, data))
+        offset += len(data)
+    full = dict(manifest, format_version=list(FORMAT_VERSION), sections=table)
+    manifest_bytes = json.dumps(full, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    if len(manifest_bytes) > MAX_MANIFEST:
+        raise ValueError(f"manifest is {len(manifest_bytes)} bytes, limit {MAX_MANIFEST}")
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION[0], FORMAT_VERSION[1], 0, len(manifest_bytes))
+    head = header + manifest_bytes
+    data_start = _align(len(head))
+    chunks = [head, b"\0" * (data_start - len(head))]
+    position = 0
+    for start, data in payloads:
+        chunks.append(b"\0" * (start - position))
+        chunks.append(data)
+        position = start + len(data)
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    sha = digest.hexdigest()
+    path = Path(path)
+    write_bytes_atomic(path, chunks)
+    write_bytes_atomic(sidecar_path(path), f"{sha}  {path.name}\n".encode())
+    return sha
+
+
+def sidecar_path(path: Path) -> Path:
+    """Where the ``sha256sum``-compatible checksum of an index file lives."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+class Artifact:
+    """An opened index file: owns one read-only mmap and the numpy views over it."""
+
+    def __init__(self, path: Path, buffer: mmap.mmap | bytes, manifest: dict[str, Any], data_start: int) -> None:
+        """Use :func:`open_artifact`; this constructor trusts already-validated input."""
+        self.path = Path(path)
+        self.manifest = manifest
+        self._buffer = buffer
+        self._data_start = data_start
+        self._views: dict[str, np.ndarray] = {}
+
+    @property
+    def size(self) -> int:
+        """File size in bytes."""
+        return len(self._buffer)
+
+    def section(self, name: str) -> np.ndarray:
+        """A read-only view of one section (validated at open)."""
+        view = self._views.get(name)
+        if view is None:
+            entry = self.manifest["sections"].get(name)
+            if entry is None:
+                raise ArtifactError(str(self.path), name, "section missing; rebuild the index")
+            shape = tuple(entry["shape"])
+            dtype = np.dtype(entry["dtype"])
+            if entry["nbytes"] == 0:
+                view = np.zeros(shape, dtype=dtype)
+            else:
+                start = self._data_start + entry["offset"]
+                view = np.frombuffer(self._buffer, dtype=dtype, count=int(np.prod(shape)), offset=start)
+                view = view.reshape(shape)
+            view.flags.writeable = False
+            self._views[name] = view
+        return view
+
+    def section_bytes(self, name: str) -> bytes:
+        """A byte section as ``bytes`` (tokenizer JSON, msgpack tables)."""
+        return self.section(name).tobytes()
+
+    def close(self) -> None:
+        """Release the views and the mmap; later section access is an error."""
+        self._views.clear()
+        if isinstance(self._buffer, mmap.mmap):
+            # numpy views handed out to callers may still reference the map; it is freed with them
+            with contextlib.suppress(BufferError):
+                self._buffer.close()
+
+    def __enter__(self) -> Artifact:
+        """Context-manager support: close on exit."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the mmap."""
+        self.close()
+
+
+def _fail(path: Path, message: str, section: str = "") -> ArtifactError:
+    return ArtifactError(str(path), section, message)
+
+
+def parse_header(path: Path, buffer: bytes | mmap.mmap) -> tuple[dict[str, Any], int]:
+    """Validate header and manifest; return the manifest and the data region's start."""
+    size = len(buffer)
+    if size < HEADER_SIZE:
+        raise _fail(
+            path, f"truncated: {size} bytes, a ruledex index has at least {HEADER_SIZE}; rebuild or re-download it"
+        )
+    magic, major, minor, _reserved, manifest_len = _HEADER.unpack_from(buffer, 0)
+    if magic != MAGIC:
+        raise _fail(
+            path,
+            f"not a ruledex index (magic {magic!r}, expected {MAGIC!r}); check the path, or rebuild with `ruledex build`",
+        )
+    if major != FORMAT_VERSION[0]:
+        side = "ruledex (pip install -U ruledex)" if major > FORMAT_VERSION[0] else "the index (ruledex build)"
+        raise _fail(
+            path,
+            f"index format {major}.{minor} but this ruledex reads {FORMAT_VERSION[0]}.x; upgrade {side}",
+        )
+    if manifest_len > MAX_MANIFEST:
+        raise _fail(
+            path,
+            f"manifest length {manifest_len} exceeds the {MAX_MANIFEST}-byte limit; the header is corrupt, rebuild the index",
+        )
+    if HEADER_SIZE + manifest_len > size:
+        raise _fail(
+            path,
+            f"truncated: manifest needs {HEADER_SIZE + manifest_len} bytes, file has {size}; re-download or rebuild it",
+        )
+    raw = bytes(buffer[HEADER_SIZE : HEADER_SIZE + manifest_len])
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(path, f"manifest is not valid JSON ({exc}); the file is corrupt, rebuild it") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sections"), dict):
+        raise _fail(path, "manifest has no section table; the file is corrupt, rebuild it")
+    if manifest.get("format_version") != [major, minor]:
+        raise _fail(
+            path,
+            f"manifest format_version {manifest.get('format_version')} disagrees with header {major}.{minor}; rebuild it",
+        )
+    data_start = _align(HEADER_SIZE + manifest_len)
+    _check_sections(path, manifest["sections"], size - data_start)
+    return manifest, data_start
+
+
+def _check_sections(path: Path, table: dict[str, Any], data_size: int) -> None:
+    """Check every known section fits, is aligned, typed as specified and does not overlap."""
+    spans: list[tuple[int, int, str]] = []
+    for name, spec in SECTIONS.items():
+        entry = table.get(name)
+        if not isinstance(entry, dict):
+            raise _fail(
+                path, "required section missing; the index was written by an incompatible tool, rebuild it", name
+            )
+        try:
+            offset, nbytes = int(entry["offset"]), int(entry["nbytes"])
+            shape = tuple(int(d) for d in entry["shape"])
+            dtype = np.dtype(entry["dtype"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _fail(path, f"section entry is malformed ({exc}); rebuild the index", name) from None
+        if dtype != np.dtype(spec.dtype) or len(shape) != spec.ndim or any(d < 0 for d in shape):
+            raise _fail(
+                path,
+                f"dtype/shape {entry['dtype']}{list(shape)} where {spec.dtype} with {spec.ndim} dims is required",
+                name,
+            )
+        if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+            raise _fail(
+                path,
+                f"declares {nbytes} bytes but shape {list(shape)} of {dtype} needs {int(np.prod(shape)) * dtype.itemsize}",
+                name,
+            )
+        if offset < 0 or offset % ALIGN:
+            raise _fail(path, f"offset {offset} is not a multiple of {ALIGN}", name)
+        if offset + nbytes > data_size:
+            raise _fail(
+                path,
+                f"does not fit: ends at {offset + nbytes} but the data region has {data_size} bytes (truncated?); re-download or rebuild",
+                name,
+            )
+        spans.append((offset, offset + nbytes, name))
+    spans.sort()
+    for (_s1, end1, n1), (s2, _e2, n2) in itertools.pairwise(spans):
+        if s2 < end1:
+            raise _fail(path, f"overlaps section {n1}; the file is corrupt, rebuild it", n2)
+
+
+def open_artifact(path: Path) -> Artifact:
+    """Open and validate an index file, memory-mapped read-only."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise _fail(path, "file is empty; rebuild it with `ruledex build` or re-download it")
+            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        raise _fail(path, "no such index file; build one with `ruledex build` or pass --index") from None
+    except IsADirectoryError:
+        raise _fail(path, "is a directory; pass the .ruledex file inside it") from None
+    except PermissionError:
+        raise _fail(path, "permission denied reading the index file") from None
+    try:
+        manifest, data_start = parse_header(path, buffer)
+    except BaseException:
+        buffer.close()
+        raise
+    return Artifact(path, buffer, manifest, data_start)
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path) -> dict[str, Any]:
+    """Fully check an index: structure, each section's CRC-32, and the sidecar if present.
+
+    Returns a report ``{path, sha256, sidecar, sections, format_version}``; raises
+    :class:`ArtifactError` naming the first problem.
+    """
+    path = Path(path)
+    with open_artifact(path) as art:
+        for name, entry in sorted(art.manifest["sections"].items()):
+            if name not in SECTIONS:
+                continue
+            crc = zlib.crc32(art.section(name).tobytes())
+            if crc != entry.get("crc32"):
+                raise _fail(
+                    path,
+                    f"checksum mismatch (crc32 {crc:08x}, manifest says {entry.get('crc32', 0):08x}); the file is corrupt, rebuild or re-download it",
+                    name,
+                )
+        version = art.manifest["format_version"]
+    sha = file_sha256(path)
+    side = sidecar_path(path)
+    sidecar = "absent"
+    if side.exists():
+        expected = side.read_text(encoding="utf-8").split()[0] if side.read_text(encoding="utf-8").strip() else ""
+        if expected != sha:
+            raise _fail(
+                path,
+                f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built",
+            )
+        sidecar = "ok"
+    return {"path": str(path), "sha256": sha, "sidecar": sidecar, "sections": len(SECTIONS), "format_version": version}

@@ -1,0 +1,213 @@
+"""An opened ruledex index: typed access to the artifact's sections and records.
+
+Opening validates the file and maps it; nothing is decoded up front. Records are decoded one at a
+time from their msgpack bytes; the query encoder (whose tokenizer parse costs tens of
+milliseconds) is built on first use.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from . import format as fmt
+from .encode import Encoder, EncoderParams
+from .errors import ArtifactError
+from .records import DirectiveRecord, RuleRecord
+from .text import keywords
+from .vocab import LAYERS, TOPICS
+
+
+class Index:
+    """One index file, memory-mapped. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        """Open and validate ``path``; raises :class:`ArtifactError` naming what is wrong."""
+        self.artifact = fmt.open_artifact(Path(path))
+        self.path = self.artifact.path
+        self.manifest: dict[str, Any] = self.artifact.manifest
+        self._check_vocab()
+        s = self.artifact.section
+        self.directive_vectors = s("directive_vectors")
+        self.dir_rule = s("dir_rule")
+        self.dir_severity = s("dir_severity")
+        self.dir_layers = s("dir_layers")
+        self.dir_topics = s("dir_topics")
+        self.rule_authority = s("rule_authority")
+        self.rule_core = s("rule_core")
+        self.wta_vectors = s("wta_vectors")
+        self.wta_rule = s("wta_rule")
+        self.layer_vectors = s("layer_vectors")
+        self.topic_vectors = s("topic_vectors")
+        self.kw_indptr = s("kw_indptr")
+        self.kw_postings = s("kw_postings")
+        self.kw_tf = s("kw_tf")
+        self.kw_doc_len = s("kw_doc_len")
+        self._terms = s("kw_terms")
+        self._term_offsets = s("kw_term_offsets")
+        self._rule_bytes = s("rule_records")
+        self._rule_offsets = s("rule_offsets")
+        self._dir_bytes = s("directive_records")
+        self._dir_offsets = s("directive_offsets")
+        self._rules: dict[int, RuleRecord] = {}
+        self._directives: dict[int, DirectiveRecord] = {}
+        self._check_counts()
+
+    def _check_vocab(self) -> None:
+        vocab = self.manifest.get("vocab", {})
+        if (
+            vocab.get("layers") != list(LAYERS)
+            or vocab.get("topics", [])[: len(TOPICS)] != list(TOPICS)[: len(vocab.get("topics", []))]
+        ):
+            raise ArtifactError(
+                str(self.path),
+                "vocab",
+                "layer/topic vocabulary differs from this ruledex's; rebuild the index with this version",
+            )
+
+    def _check_counts(self) -> None:
+        n = self.n_directives
+        for name in ("dir_rule", "dir_severity", "dir_layers", "dir_topics", "kw_doc_len"):
+            if len(self.artifact.section(name)) != n:
+                raise ArtifactError(
+                    str(self.path),
+                    name,
+                    f"has {len(self.artifact.section(name))} rows for {n} directives; rebuild the index",
+                )
+        if len(self._rule_offsets) != self.n_rules + 1:
+            raise ArtifactError(
+                str(self.path), "rule_offsets", "row count disagrees with rule count; rebuild the index"
+            )
+
+    @property
+    def n_directives(self) -> int:
+        """Number of directives in the index."""
+        return len(self._dir_offsets) - 1
+
+    @property
+    def n_rules(self) -> int:
+        """Number of rule documents in the index."""
+        return len(self._rule_offsets) - 1
+
+    @property
+    def k1(self) -> float:
+        """BM25 term-frequency saturation recorded by the builder."""
+        return float(self.manifest["keywords"]["k1"])
+
+    @property
+    def b(self) -> float:
+        """BM25 length normalisation recorded by the builder."""
+        return float(self.manifest["keywords"]["b"])
+
+    @property
+    def avgdl(self) -> float:
+        """Mean directive length in keyword tokens."""
+        return float(self.manifest["keywords"]["avgdl"]) or 1.0
+
+    @property
+    def commit(self) -> str:
+        """The commit the rules were built from ('' outside git)."""
+        return str(self.manifest.get("source", {}).get("commit", ""))
+
+    @cached_property
+    def encoder(self) -> Encoder:
+        """The query encoder over the stored token matrix and tokenizer (built on first use)."""
+        params = EncoderParams.from_manifest(self.manifest["model"])
+        return Encoder.from_json(
+            self.artifact.section_bytes("tokenizer").decode("utf-8"),
+            self.artifact.section("token_vectors"),
+            self.artifact.section("token_scales"),
+            params,
+        )
+
+    @cached_property
+    def detect_terms(self) -> dict[str, dict[str, list[str]]]:
+        """Layer and topic terms the builder learnt from the rules."""
+        return msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
+
+    @cached_property
+    def wta_keywords(self) -> list[set[str]]:
+        """Keyword sets of every when_to_apply phrase, aligned with ``wta_rule``."""
+        return [set(keywords(phrase)) for rule in self.rules() for phrase in rule.when_to_apply]
+
+    def _decode(self, blob: np.ndarray, offsets: np.ndarray, i: int, section: str) -> list[Any]:
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        try:
+            return msgpack.unpackb(blob[start:end].tobytes(), raw=False)
+        except (ValueError, msgpack.exceptions.ExtraData) as exc:
+            raise ArtifactError(
+                str(self.path), section, f"record {i} cannot be decoded ({exc}); rebuild the index"
+            ) from None
+
+    def rule(self, i: int) -> RuleRecord:
+        """Rule record ``i``, decoded on first access."""
+        record = self._rules.get(i)
+        if record is None:
+            record = RuleRecord.from_row(self._decode(self._rule_bytes, self._rule_offsets, i, "rule_records"))
+            self._rules[i] = record
+        return record
+
+    def directive(self, i: int) -> DirectiveRecord:
+        """Directive record ``i``, decoded on first access."""
+        record = self._directives.get(i)
+        if record is None:
+            record = DirectiveRecord.from_row(self._decode(self._dir_bytes, self._dir_offsets, i, "directive_records"))
+            self._directives[i] = record
+        return record
+
+    def rules(self) -> list[RuleRecord]:
+        """Every rule record, in index order."""
+        return [self.rule(i) for i in range(self.n_rules)]
+
+    def directives_of(self, rule_index: int) -> list[DirectiveRecord]:
+        """The directives of one rule, in document order."""
+        rule = self.rule(rule_index)
+        return [self.directive(i) for i in range(rule.first_directive, rule.first_directive + rule.directive_count)]
+
+    def find_rule(self, domain: str) -> int | None:
+        """The index of the rule whose id or file stem is ``domain`` (case-insensitive)."""
+        wanted = domain.strip().lower().removesuffix(".md")
+        for i, rule in enumerate(self.rules()):
+            stem = rule.path.rsplit("/", 1)[-1].removesuffix(".md").lower()
+            if wanted in (rule.id.lower(), stem, rule.path.lower().removesuffix(".md")):
+                return i
+        return None
+
+    def _term(self, i: int) -> bytes:
+        return self._terms[int(self._term_offsets[i]) : int(self._term_offsets[i + 1])].tobytes()
+
+    def term_id(self, term: str) -> int | None:
+        """Binary-search a keyword term in the sorted term table."""
+        key = term.encode()
+        lo, hi = 0, len(self._term_offsets) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._term(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self._term_offsets) - 1 and self._term(lo) == key:
+            return lo
+        return None
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Directive ids and term frequencies of one term."""
+        start, end = int(self.kw_indptr[term_id]), int(self.kw_indptr[term_id + 1])
+        return self.kw_postings[start:end], self.kw_tf[start:end]
+
+    def close(self) -> None:
+        """Release the memory map."""
+        self.__dict__.pop("encoder", None)
+        self.artifact.close()
+
+    def __enter__(self) -> Index:
+        """Context-manager support."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close on exit."""
+        self.close()

@@ -1,0 +1,330 @@
+"""``query_directives``: detect -> retrieve -> rank -> format, with validated options.
+
+This is the reader's main entry point, shared by the CLI and the MCP server. Options are checked
+here and a :class:`ValueError` names the field and the allowed values, so a bad request becomes a
+clear error, never a crash. No match and an empty index are answers with a diagnostic.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from .detect import MODES, Detection, detect, expand
+from .index import Index
+from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
+from .render import Item, Rendered, render
+from .retrieve import Retrieval, retrieve
+from .text import keywords
+from .vocab import ANY_LAYER, LAYERS, SEVERITIES, SEVERITY_BOOST, TOPICS, names_from_mask
+
+MAX_TASK_CHARS = 8000
+"""Longer task descriptions are cut here (and the diagnostics say so)."""
+
+SEMANTIC_MIN = 0.45
+"""A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """Options of ``query_directives``; defaults are the design's."""
+
+    strictLayer: bool = True
+    maxItems: int = 8
+    tokenBudget: int = 900
+    includeBreadcrumbs: bool = True
+    includeDiagnostics: bool = False
+    includeRationale: bool = False
+    severityFilter: tuple[str, ...] = ()
+    topicsBias: tuple[str, ...] = ()
+    layer: str | None = None
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> QueryOptions:
+        """Validate and normalise options (maxItems is clamped to 3-12, tokenBudget to 100-8000)."""
+        raw = dict(raw or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f"options: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        out: dict[str, Any] = {}
+        for name in ("strictLayer", "includeBreadcrumbs", "includeDiagnostics", "includeRationale"):
+            if name in raw and raw[name] is not None:
+                if not isinstance(raw[name], bool):
+                    raise ValueError(f"options.{name}: must be true or false, got {raw[name]!r}")
+                out[name] = raw[name]
+        for name, low, high in (("maxItems", 3, 12), ("tokenBudget", 100, 8000)):
+            if name in raw and raw[name] is not None:
+                value = raw[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+                    raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
+                out[name] = min(high, max(low, int(value)))
+        if raw.get("severityFilter") is not None:
+            out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter", upper=True)
+        if raw.get("topicsBias") is not None:
+            out["topicsBias"] = _names(raw["topicsBias"], TOPICS, "topicsBias")
+        if raw.get("layer") is not None:
+            out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
+        return cls(**out)
+
+
+def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool = False) -> tuple[str, ...]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"options.{field_name}: must be a string or a list of strings from {', '.join(allowed)}")
+    out = []
+    for v in values:
+        v = v.strip().upper() if upper else v.strip()
+        if v not in allowed:
+            raise ValueError(f"options.{field_name}: unknown value {v!r}; allowed: {', '.join(allowed)}")
+        out.append(v)
+    return tuple(out)
+
+
+def check_mode(mode: str | None) -> str | None:
+    """Validate ``modeSlug``."""
+    if mode is None or mode == "":
+        return None
+    if mode not in MODES:
+        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    return mode
+
+
+def detect_in_index(index: Index, text: str, mode: str | None, query_vector: np.ndarray | None = None) -> Detection:
+    """Run detection with the index's learnt tables."""
+    if query_vector is None and index.n_directives:
+        query_vector = index.encoder.encode_one(text)
+    return detect(
+        text,
+        mode,
+        query_vector=query_vector,
+        layer_vectors=index.layer_vectors,
+        topic_vectors=index.topic_vectors,
+        learnt=index.detect_terms if index.n_directives else None,
+    )
+
+
+def _features(
+    index: Index,
+    got: Retrieval,
+    det: Detection,
+    topics: tuple[str, ...],
+    layer: str | None,
+    qvec: np.ndarray,
+    terms: set[str],
+) -> dict[str, np.ndarray]:
+    ids = got.ids
+    rules = index.dir_rule[ids].astype(np.int64)
+    topic_bits = np.uint32(sum(1 << TOPICS.index(t) for t in topics))
+    authority = ((index.rule_authority[rules] & topic_bits) > 0).astype(np.float32)
+    dir_topics = index.dir_topics[ids]
+    overlap = np.zeros(len(ids), np.float32)
+    if topics:
+        for t in topics:
+            overlap += ((dir_topics >> np.uint32(TOPICS.index(t))) & 1).astype(np.float32)
+        overlap /= len(topics)
+    any_bit = 1 << LAYERS.index(ANY_LAYER)
+    if layer is None:
+        layer_match = np.full(len(ids), 0.5, np.float32)
+    else:
+        bit = 1 << LAYERS.index(layer)
+        masks = index.dir_layers[ids]
+        layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
+    wta = _when_to_apply(index, rules, qvec, terms)
+    severity = np.array([SEVERITY_BOOST[SEVERITIES[s]] for s in index.dir_severity[ids]], np.float32)
+    best = float(got.bm25.max()) if len(got.bm25) else 0.0
+    lexical = got.bm25 / best if best > 0 else np.zeros(len(ids), np.float32)
+    semantic = np.clip(got.cosine, 0.0, 1.0)
+    return {
+        "authority": authority,
+        "when_to_apply": wta,
+        "layer": layer_match,
+        "topic": overlap,
+        "severity": severity,
+        "semantic": semantic,
+        "lexical": lexical.astype(np.float32),
+    }
+
+
+def _when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[str]) -> np.ndarray:
+    """Per candidate: how well the task matches its rule's when_to_apply, by meaning or by words."""
+    if not len(index.wta_rule) or not len(rules):
+        return np.zeros(len(rules), np.float32)
+    sims = index.wta_vectors @ qvec if np.any(qvec) else np.zeros(len(index.wta_rule), np.float32)
+    per_rule = np.zeros(index.n_rules, np.float32)
+    for words, rule, sim in zip(index.wta_keywords, index.wta_rule, sims, strict=True):
+        lexical = len(words & terms) / max(1, min(len(words), 4))
+        semantic = (float(sim) - 0.3) / 0.4
+        per_rule[rule] = max(per_rule[rule], semantic, lexical)
+    return np.clip(per_rule[rules], 0.0, 1.0)
+
+
+def _header(det: Detection, layer: str | None, topics: tuple[str, ...], note: str = "") -> str:
+    context = f"layer {layer or 'any'}" + (f"; topics {', '.join(topics)}" if topics else "")
+    return f"## Project rules for this task\n_{context}{'; ' + note if note else ''}_\n\n"
+
+
+def _footer(index: Index) -> str:
+    m = index.manifest
+    commit = index.commit[:12]
+    return (
+        f"\n_Source: {m.get('name', 'rules')} {m.get('version', '')}"
+        + (f" @ {commit}" if commit else "")
+        + " (ruledex)_\n"
+    )
+
+
+def query_directives(
+    index: Index,
+    task: str,
+    mode: str | None = None,
+    options: QueryOptions | dict[str, Any] | None = None,
+    *,
+    weights: RankWeights = DEFAULT_WEIGHTS,
+) -> dict[str, Any]:
+    """Answer a task with the directives that matter: ``{context_block, citations, diagnostics}``."""
+    started = time.perf_counter()
+    opts = options if isinstance(options, QueryOptions) else QueryOptions.from_dict(options)
+    mode = check_mode(mode)
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("taskDescription: must be a non-empty string describing the task")
+    notes: list[str] = []
+    if len(task) > MAX_TASK_CHARS:
+        notes.append(f"taskDescription truncated from {len(task)} to {MAX_TASK_CHARS} characters")
+        task = task[:MAX_TASK_CHARS]
+    timings: dict[str, float] = {}
+    if index.n_directives == 0:
+        det = detect(task, mode)
+        return _answer(
+            index,
+            det,
+            det.layer,
+            det.topics,
+            Rendered(
+                _header(det, det.layer, det.topics)
+                + "_The rule index is empty: it holds no directives. Add rule documents and rebuild it._\n",
+                [],
+                0,
+            ),
+            ["index is empty: no rules to apply", *notes],
+            {"searched": 0, "considered": 0, "selected": 0},
+            started,
+            timings,
+            opts,
+            [],
+        )
+    t0 = time.perf_counter()
+    qvec = index.encoder.encode_one(task)
+    det = detect_in_index(index, task, mode, qvec)
+    layer = opts.layer or det.layer
+    topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
+    timings["detect"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    terms = expand(keywords(task))
+    n_own = len(dict.fromkeys(keywords(task)))
+    term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
+    got = retrieve(index, terms, term_weights, qvec)
+    timings["retrieve"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    matched = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN)
+    keep = matched.copy()
+    if opts.strictLayer and layer is not None:
+        bits = (1 << LAYERS.index(layer)) | (1 << LAYERS.index(ANY_LAYER))
+        keep &= (index.dir_layers[got.ids] & bits) > 0
+    if opts.severityFilter:
+        allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
+        keep &= np.isin(index.dir_severity[got.ids], allowed)
+    got = Retrieval(got.ids[keep], got.bm25[keep], got.cosine[keep], got.searched)
+    ranked: list[Item] = []
+    breakdowns: dict[str, dict[str, float]] = {}
+    if len(got.ids):
+        feats = _features(index, got, det, topics, layer, qvec, set(terms))
+        scored = score(feats, weights)
+        positions = order(scored.total, got.ids)
+        head = positions[: max(4 * opts.maxItems, 24)]
+        dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
+        for rank, pos in enumerate(head):
+            did = int(got.ids[pos])
+            directive = index.directive(did)
+            if rank in dupes:
+                notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
+                continue
+            ranked.append(Item(directive, index.rule(directive.rule), float(scored.total[pos]), commit=index.commit))
+            breakdowns[directive.id] = scored.row(int(pos))
+    timings["rank"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    header_note = ""
+    if not ranked:
+        ranked = _core_items(index, opts)
+        header_note = "no specific match; core rules"
+        notes.append(
+            "no specific match for this task: showing the index's core rules"
+            if ranked
+            else "no specific match and the index has no core rules"
+        )
+    rendered = render(
+        ranked,
+        header=_header(det, layer, topics, header_note),
+        footer=_footer(index),
+        token_budget=opts.tokenBudget,
+        max_items=opts.maxItems,
+        breadcrumbs=opts.includeBreadcrumbs,
+        rationale=opts.includeRationale,
+    )
+    timings["format"] = time.perf_counter() - t0
+    stats = {"searched": got.searched, "considered": len(got.ids), "selected": len(rendered.citations)}
+    scores = [dict(id=c["id"], **breakdowns[c["id"]]) for c in rendered.citations if c["id"] in breakdowns]
+    return _answer(index, det, layer, topics, rendered, notes, stats, started, timings, opts, scores)
+
+
+def _core_items(index: Index, opts: QueryOptions) -> list[Item]:
+    """Directives of core rules, MUST first, in document order (the no-match answer)."""
+    items = [
+        Item(d, index.rule(int(r)), 0.0, commit=index.commit)
+        for r in np.flatnonzero(index.rule_core)
+        for d in index.directives_of(int(r))
+        if not opts.severityFilter or d.severity in opts.severityFilter
+    ]
+    return sorted(items, key=lambda it: (SEVERITIES.index(it.directive.severity), it.directive.rule, it.directive.id))
+
+
+def _answer(
+    index: Index,
+    det: Detection,
+    layer: str | None,
+    topics: tuple[str, ...],
+    rendered: Rendered,
+    notes: list[str],
+    stats: dict[str, int],
+    started: float,
+    timings: dict[str, float],
+    opts: QueryOptions,
+    scores: list[dict[str, Any]],
+) -> dict[str, Any]:
+    diagnostics: dict[str, Any] = {
+        "detectedLayer": layer,
+        "topics": list(topics),
+        "technologies": list(det.technologies),
+        "keywords": list(det.keywords),
+        "confidence": round(det.confidence, 3),
+        "retrievalStats": stats,
+        "tokens": rendered.tokens,
+        "tokenBudget": opts.tokenBudget,
+        "omitted": rendered.omitted,
+        "notes": notes,
+        "executionTimeMs": round((time.perf_counter() - started) * 1000, 3),
+        "stageMs": {k: round(v * 1000, 3) for k, v in timings.items()},
+    }
+    if opts.includeDiagnostics:
+        diagnostics["scores"] = scores
+        diagnostics["layerScores"] = det.layer_scores
+        diagnostics["topicScores"] = det.topic_scores
+    return {"context_block": rendered.block, "citations": rendered.citations, "diagnostics": diagnostics}
+
+
+def directive_layers(index: Index, i: int) -> tuple[str, ...]:
+    """Layer names of directive ``i`` (from the mask table, without decoding the record)."""
+    return names_from_mask(int(index.dir_layers[i]), LAYERS)

@@ -1,0 +1,90 @@
+"""Rank candidate directives: named weights, one score function, a breakdown per directive.
+
+``score`` is pure numpy: each signal is a value in [0, 1] per candidate, multiplied by its weight
+in :class:`RankWeights`; the total and every part are returned so diagnostics can show why a
+directive ranked where it did. Ties break on directive id, so the same query always gives the
+same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RankWeights:
+    """How much each signal counts. The design's seed weights; all signals are in [0, 1]."""
+
+    authority: float = 10.0
+    """The directive's rule is authoritative for a detected topic."""
+    when_to_apply: float = 8.0
+    """The task matches one of the rule's when_to_apply situations (by meaning or by words)."""
+    layer: float = 7.0
+    """The directive applies to the detected layer (1) or to every layer (0.5)."""
+    topic: float = 5.0
+    """Share of the detected topics the directive covers."""
+    severity: float = 4.0
+    """MUST 1.0, SHOULD 0.6, MAY 0.3 (vocab.SEVERITY_BOOST)."""
+    semantic: float = 3.0
+    """Cosine similarity of task and directive embeddings."""
+    lexical: float = 6.0
+    """BM25 relative to the best candidate's."""
+
+
+DEFAULT_WEIGHTS = RankWeights()
+
+FEATURES = ("authority", "when_to_apply", "layer", "topic", "severity", "semantic", "lexical")
+BREAKDOWN_NAMES = {
+    "authority": "authority",
+    "when_to_apply": "whenToApply",
+    "layer": "layerMatch",
+    "topic": "topicOverlap",
+    "severity": "severityBoost",
+    "semantic": "semanticSim",
+    "lexical": "lexical",
+}
+"""Feature name -> the key used in diagnostics' score breakdown."""
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """Weighted contribution of every feature per candidate, and their total."""
+
+    parts: dict[str, np.ndarray]
+    total: np.ndarray
+
+    def row(self, i: int) -> dict[str, float]:
+        """One candidate's breakdown with diagnostics' names."""
+        out = {BREAKDOWN_NAMES[name]: round(float(values[i]), 3) for name, values in self.parts.items()}
+        out["total"] = round(float(self.total[i]), 3)
+        return out
+
+
+def score(features: dict[str, np.ndarray], weights: RankWeights = DEFAULT_WEIGHTS) -> ScoreBreakdown:
+    """Weighted sum of the features (each an array in [0, 1], one entry per candidate)."""
+    w = asdict(weights)
+    parts = {name: (np.clip(features[name], 0.0, 1.0) * w[name]).astype(np.float32) for name in FEATURES}
+    total = np.sum(np.stack(list(parts.values())), axis=0) if parts else np.zeros(0, np.float32)
+    return ScoreBreakdown(parts, total.astype(np.float32))
+
+
+def order(total: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions sorted by descending score, ties by ascending directive id."""
+    return np.lexsort((ids, -total))
+
+
+def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
+    """Positions (in the given order) that repeat an earlier row: cosine at or above threshold."""
+    dropped: list[int] = []
+    kept: list[int] = []
+    for i in range(len(vectors)):
+        if not np.any(vectors[i]):
+            kept.append(i)
+            continue
+        if kept and float(np.max(vectors[kept] @ vectors[i])) >= threshold:
+            dropped.append(i)
+        else:
+            kept.append(i)
+    return dropped

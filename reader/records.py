@@ -1,0 +1,75 @@
+"""The records stored in an index: one rule document, one directive.
+
+Field order is defined here once, by the dataclasses; ``to_row``/``from_row`` turn a record into
+the msgpack list the artifact stores and back. New fields are appended at the end with a default,
+so a reader can decode rows written by an older builder of the same major format version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound="_Row")
+
+
+def _freeze(value: Any) -> Any:
+    """Turn msgpack lists back into tuples, recursively, so records stay hashable and frozen."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class _Row:
+    """Mixin: list-based serialisation in dataclass field order."""
+
+    def to_row(self) -> list[Any]:
+        """Return the record as a list in field order (what msgpack stores)."""
+        return list(astuple(self))  # type: ignore[call-overload]
+
+    @classmethod
+    def from_row(cls: type[T], row: list[Any]) -> T:
+        """Build a record from a stored row; missing trailing fields take their defaults."""
+        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        return cls(**{name: _freeze(value) for name, value in zip(names, row, strict=False)})
+
+
+@dataclass(frozen=True)
+class RuleRecord(_Row):
+    """One rule document: its front matter, description and where its directives are."""
+
+    id: str
+    title: str
+    path: str
+    layers: tuple[str, ...]
+    topics: tuple[str, ...]
+    authoritative_for: tuple[str, ...] = ()
+    when_to_apply: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    scope: str = "global"
+    version: str = ""
+    description: str = ""
+    reviewed: str = ""
+    expires: str = ""
+    sections: tuple[tuple[str, ...], ...] = ()
+    first_directive: int = 0
+    directive_count: int = 0
+    last_updated: str = ""
+
+
+@dataclass(frozen=True)
+class DirectiveRecord(_Row):
+    """One directive: a checkable instruction with its severity, place and detail."""
+
+    id: str
+    rule: int
+    section: tuple[str, ...]
+    severity: str
+    text: str
+    rationale: str = ""
+    avoid: tuple[str, ...] = ()
+    examples: tuple[tuple[str, str], ...] = ()
+    layers: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    line: int = 0
+    inferred: tuple[str, ...] = ()

@@ -1,0 +1,113 @@
+"""Format chosen directives as a compact markdown block under a token budget, with citations.
+
+Pure: takes ranked items, returns the block, the citations and what was left out and why. The
+first :data:`GUARANTEED_MUST` MUST directives are always included, even past the budget; every
+other item is added in rank order while the block stays within budget and ``max_items``. Items
+are shown MUST first, then SHOULD, then MAY, each group in rank order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import DirectiveRecord, RuleRecord
+from .text import count_tokens
+from .vocab import SEVERITIES
+
+GUARANTEED_MUST = 3
+
+
+@dataclass(frozen=True)
+class Item:
+    """A ranked directive with what rendering and citing it needs."""
+
+    directive: DirectiveRecord
+    rule: RuleRecord
+    score: float
+    index_name: str = ""
+    commit: str = ""
+
+
+@dataclass
+class Rendered:
+    """The block, its citations, its token count and the items left out."""
+
+    block: str
+    citations: list[dict[str, Any]]
+    tokens: int
+    omitted: list[dict[str, Any]] = field(default_factory=list)
+    selected: list[Item] = field(default_factory=list)
+
+
+def breadcrumb(item: Item) -> str:
+    """``Rule > Section > Subsection``."""
+    return " > ".join([item.rule.title, *item.directive.section])
+
+
+def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool) -> str:
+    """The markdown for one directive (one line, plus an optional rationale line)."""
+    d = item.directive
+    text = d.text.replace("\n", " ").strip()
+    where = f" — _{breadcrumb(item)}_" if breadcrumbs else ""
+    line = f"- **{d.severity}** {text}{where} `[{d.id}]`"
+    if rationale and d.rationale:
+        line += f"\n  Why: {d.rationale}"
+    return line + "\n"
+
+
+def citation(item: Item) -> dict[str, Any]:
+    """The structured citation of one directive."""
+    out = {
+        "id": item.directive.id,
+        "rule": item.rule.id,
+        "title": item.rule.title,
+        "section": " > ".join(item.directive.section),
+        "severity": item.directive.severity,
+        "sourcePath": item.rule.path,
+        "line": item.directive.line,
+        "commit": item.commit,
+        "score": round(item.score, 3),
+    }
+    if item.index_name:
+        out["index"] = item.index_name
+    return out
+
+
+def render(
+    ranked: list[Item],
+    *,
+    header: str,
+    footer: str,
+    token_budget: int,
+    max_items: int,
+    breadcrumbs: bool = True,
+    rationale: bool = False,
+) -> Rendered:
+    """Choose and format items under the budget; never drops anything without saying so."""
+    lines = {id(item): item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale) for item in ranked}
+    cost = {key: count_tokens(text) for key, text in lines.items()}
+    # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
+    used = count_tokens(header) + count_tokens(footer)
+    musts = [item for item in ranked if item.directive.severity == "MUST"][:GUARANTEED_MUST]
+    chosen: list[Item] = list(musts)
+    used += sum(cost[id(item)] for item in chosen)
+    omitted: list[dict[str, Any]] = []
+    for item in ranked:
+        if any(item is c for c in chosen):
+            continue
+        reason = ""
+        if len(chosen) >= max_items:
+            reason = "maxItems"
+        elif used + cost[id(item)] > token_budget:
+            reason = "tokenBudget"
+        if reason:
+            omitted.append({"id": item.directive.id, "score": round(item.score, 3), "reason": reason})
+            continue
+        chosen.append(item)
+        used += cost[id(item)]
+    rank_of = {id(item): pos for pos, item in enumerate(ranked)}
+    shown = sorted(chosen, key=lambda it: (SEVERITIES.index(it.directive.severity), rank_of[id(it)]))
+    body = "".join(lines[id(item)] for item in shown)
+    block = f"{header}{body}{footer}"
+    return Rendered(block, [citation(item) for item in shown], count_tokens(block), omitted, shown)

@@ -1,0 +1,66 @@
+"""Retrieve candidate directives: BM25 over the inverted index and cosine over the embeddings.
+
+Both scorers are pure functions over the index's arrays. Candidates are the union of the best
+``depth`` by each signal, returned in ascending id order so later stages are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .index import Index
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Candidate ids with their BM25 and cosine scores (aligned arrays)."""
+
+    ids: np.ndarray
+    bm25: np.ndarray
+    cosine: np.ndarray
+    searched: int
+
+
+def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+    """BM25 score of every directive for the query terms (zeros where no term occurs)."""
+    n = index.n_directives
+    scores = np.zeros(n, dtype=np.float32)
+    if n == 0:
+        return scores
+    k1, b, avgdl = index.k1, index.b, index.avgdl
+    norm = (k1 * (1.0 - b + b * index.kw_doc_len.astype(np.float32) / np.float32(avgdl))).astype(np.float32)
+    for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
+        term_id = index.term_id(term)
+        if term_id is None:
+            continue
+        ids, tf = index.postings(term_id)
+        df = len(ids)
+        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+        tf32 = tf.astype(np.float32)
+        scores[ids] += np.float32(weight * idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids])
+    return scores
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Ids of the ``k`` best positive scores, best first, ties by id (stable, no argpartition noise)."""
+    nonzero = np.flatnonzero(scores > 0)
+    if len(nonzero) == 0:
+        return nonzero
+    order = np.lexsort((nonzero, -scores[nonzero]))
+    return nonzero[order[:k]]
+
+
+def retrieve(
+    index: Index, terms: list[str], weights: list[float], query_vector: np.ndarray, depth: int = 100
+) -> Retrieval:
+    """Union of the top ``depth`` directives by BM25 and by cosine similarity."""
+    lexical = bm25_scores(index, terms, weights)
+    if np.any(query_vector) and index.n_directives:
+        cosine = index.directive_vectors @ query_vector
+    else:
+        cosine = np.zeros(index.n_directives, dtype=np.float32)
+    ids = np.union1d(top_k(lexical, depth), top_k(cosine, depth)).astype(np.int64)
+    return Retrieval(ids=ids, bm25=lexical[ids], cosine=cosine[ids].astype(np.float32), searched=index.n_directives)

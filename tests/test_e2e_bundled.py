@@ -1,0 +1,117 @@
+"""End to end on the bundled rules: the answers a user relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ruledex.reader.index import Index
+from ruledex.reader.query import query_directives
+from ruledex.reader.text import count_tokens
+
+
+def test_registration_endpoint_gets_input_validation_must(index: Index) -> None:
+    result = query_directives(index, "Add user registration API endpoint")
+    ids = [c["id"] for c in result["citations"]]
+    assert "security#input-validation-1" in ids
+    cited = next(c for c in result["citations"] if c["id"] == "security#input-validation-1")
+    assert cited["severity"] == "MUST"
+    assert cited["sourcePath"] == "security.md"
+    assert cited["section"] == "Input validation"
+    assert "[security#input-validation-1]" in result["context_block"]
+    assert {"api", "security"} <= set(result["diagnostics"]["topics"])
+    assert result["diagnostics"]["detectedLayer"] == "2-Application"
+
+
+def test_login_button_is_presentation(index: Index) -> None:
+    result = query_directives(index, "Add a login button to the header")
+    assert result["diagnostics"]["detectedLayer"] == "1-Presentation"
+    assert any(c["rule"] == "frontend" for c in result["citations"])
+
+
+def test_database_migration_ranks_persistence_first(index: Index) -> None:
+    result = query_directives(index, "Write a database migration that adds a non-null column to the orders table")
+    assert result["diagnostics"]["detectedLayer"] == "4-Persistence"
+    first = result["citations"][0]
+    assert first["rule"] == "database"
+    assert first["severity"] == "MUST"
+    # strictLayer (default) keeps only directives of the detected layer or of every layer
+    for c in result["citations"]:
+        d = index.directive(next(i for i in range(index.n_directives) if index.directive(i).id == c["id"]))
+        assert "4-Persistence" in d.layers or "*" in d.layers
+
+
+def test_must_directives_are_shown_first(index: Index) -> None:
+    result = query_directives(index, "Add pagination to the orders list endpoint")
+    severities = [c["severity"] for c in result["citations"]]
+    assert severities == sorted(severities, key=["MUST", "SHOULD", "MAY"].index)
+
+
+def test_token_budget_is_respected_except_guaranteed_musts(index: Index) -> None:
+    tasks = [
+        "Add user registration API endpoint",
+        "Write a database migration for the invoices table",
+        "Set up the GitHub Actions deploy pipeline with Docker",
+        "Improve the README with setup instructions",
+    ]
+    for task in tasks:
+        result = query_directives(index, task, options={"tokenBudget": 300})
+        block = result["context_block"]
+        assert result["diagnostics"]["tokens"] == count_tokens(block)
+        if count_tokens(block) > 300:
+            # only allowed when the guaranteed top MUST items alone overflow: then nothing else is added
+            assert all(c["severity"] == "MUST" for c in result["citations"])
+            assert len(result["citations"]) <= 3
+        omitted = result["diagnostics"]["omitted"]
+        assert all(o["reason"] in {"tokenBudget", "maxItems"} for o in omitted)
+
+
+def test_budget_cut_is_reported_not_silent(index: Index) -> None:
+    small = query_directives(index, "Add user registration API endpoint", options={"tokenBudget": 150, "maxItems": 12})
+    large = query_directives(index, "Add user registration API endpoint", options={"tokenBudget": 4000, "maxItems": 12})
+    assert len(small["citations"]) < len(large["citations"])
+    left_out = {o["id"] for o in small["diagnostics"]["omitted"]}
+    shown = {c["id"] for c in small["citations"]}
+    assert {c["id"] for c in large["citations"]} <= left_out | shown
+
+
+def test_max_items_is_clamped(index: Index) -> None:
+    assert (
+        len(query_directives(index, "Add user registration API endpoint", options={"maxItems": 50})["citations"]) <= 12
+    )
+    assert len(query_directives(index, "Add user registration API endpoint", options={"maxItems": 1})["citations"]) >= 3
+
+
+def test_same_query_same_output(index: Index) -> None:
+    a = query_directives(index, "Refactor the payment service and add tests")
+    b = query_directives(index, "Refactor the payment service and add tests")
+    assert a["context_block"] == b["context_block"]
+    assert a["citations"] == b["citations"]
+
+
+def test_no_match_answers_with_core_rules(index: Index) -> None:
+    result = query_directives(index, "zzqx flurble wibble")
+    assert result["citations"], "core rules are shown when nothing matches"
+    assert all(c["rule"] == "core" for c in result["citations"])
+    assert any("no specific match" in note for note in result["diagnostics"]["notes"])
+
+
+def test_severity_filter_and_layer_override(index: Index) -> None:
+    result = query_directives(
+        index, "Add user registration API endpoint", options={"severityFilter": ["SHOULD"], "layer": "4-Persistence"}
+    )
+    assert result["diagnostics"]["detectedLayer"] == "4-Persistence"
+    assert result["citations"]
+    assert {c["severity"] for c in result["citations"]} == {"SHOULD"}
+
+
+def test_empty_rules_folder_builds_an_empty_index(tmp_path: Path) -> None:
+    from ruledex.builder.build import build
+
+    (tmp_path / "rules").mkdir()
+    result = build(tmp_path / "rules", tmp_path / "empty.ruledex")
+    assert result.directives == 0
+    with Index(result.path) as empty:
+        answer = query_directives(empty, "Add user registration API endpoint")
+    assert answer["citations"] == []
+    assert "index is empty" in answer["diagnostics"]["notes"][0]
+    assert "empty" in answer["context_block"]

@@ -1,0 +1,146 @@
+"""The artifact contract: reproducible bytes, and clear refusals of damaged files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ruledex.builder.build import build
+from ruledex.reader import format as fmt
+from ruledex.reader.cli import main
+from ruledex.reader.errors import ArtifactError
+from ruledex.reader.index import Index
+
+from .conftest import RULES
+
+
+def test_rebuild_is_byte_identical(tmp_path: Path, bundled_index: Path) -> None:
+    again = build(RULES, tmp_path / "again.ruledex")
+    assert again.path.read_bytes() == bundled_index.read_bytes()
+    assert again.sha256 == fmt.file_sha256(bundled_index)
+
+
+def test_sidecar_is_sha256sum_compatible(bundled_index: Path) -> None:
+    text = fmt.sidecar_path(bundled_index).read_text()
+    assert text == f"{fmt.file_sha256(bundled_index)}  {bundled_index.name}\n"
+
+
+def test_sections_are_aligned_views_over_the_map(bundled_index: Path) -> None:
+    with fmt.open_artifact(bundled_index) as art:
+        for name in fmt.SECTIONS:
+            view = art.section(name)
+            assert not view.flags.writeable
+            assert art.manifest["sections"][name]["offset"] % fmt.ALIGN == 0
+        assert art.section("directive_vectors").dtype == np.float32
+        assert art.manifest["format_version"] == list(fmt.FORMAT_VERSION)
+
+
+def test_manifest_records_model_and_counts(index: Index) -> None:
+    m = index.manifest
+    assert m["model"]["name"] == "ruledex/minilm-l6-static-256-int8"
+    assert len(m["model"]["hash"]) == 64
+    assert m["counts"]["directives"] == index.n_directives > 0
+    assert "/" not in (m["source"]["repository"] or "").split("://")[0]  # no absolute local paths
+    assert not str(m["source"]["path"]).startswith("/")
+
+
+def test_verify_accepts_a_good_file(bundled_index: Path) -> None:
+    report = fmt.verify(bundled_index)
+    assert report["sidecar"] == "ok"
+
+
+def _damage(src: Path, dst: Path, how: str) -> None:
+    data = bytearray(src.read_bytes())
+    if how == "truncated-header":
+        data = data[:10]
+    elif how == "truncated-data":
+        data = data[: len(data) // 2]
+    elif how == "empty":
+        data = bytearray()
+    elif how == "flipped-magic":
+        data[1] ^= 0xFF
+    elif how == "major-version":
+        struct.pack_into("<H", data, 8, 9)
+    elif how in ("section-does-not-fit", "bad-manifest-json", "overlap"):
+        (length,) = struct.unpack_from("<Q", data, 16)
+        manifest = json.loads(data[24 : 24 + length])
+        if how == "section-does-not-fit":
+            manifest["sections"]["directive_records"]["offset"] = len(data) * 2 // fmt.ALIGN * fmt.ALIGN
+        elif how == "overlap":
+            manifest["sections"]["token_scales"]["offset"] = manifest["sections"]["token_vectors"]["offset"]
+        raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+        if how == "bad-manifest-json":
+            raw = raw[:-1]
+        data = _relayout(data, length, raw)
+    dst.write_bytes(bytes(data))
+
+
+def _relayout(data: bytearray, old_length: int, manifest: bytes) -> bytearray:
+    """Swap in a new manifest and move the data region to its aligned start, as the writer would."""
+    align = lambda n: (n + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN  # noqa: E731
+    region = data[align(24 + old_length) :]
+    head = bytearray(data[:24] + manifest)
+    struct.pack_into("<Q", head, 16, len(manifest))
+    return head + b"\0" * (align(len(head)) - len(head)) + region
+
+
+CORRUPTIONS = {
+    "truncated-header": "truncated",
+    "truncated-data": "does not fit",
+    "empty": "empty",
+    "flipped-magic": "not a ruledex index",
+    "major-version": "index format 9.0 but this ruledex reads 1.x",
+    "section-does-not-fit": "does not fit",
+    "bad-manifest-json": "manifest is not valid JSON",
+    "overlap": "overlaps",
+}
+
+
+@pytest.mark.parametrize("how", sorted(CORRUPTIONS))
+def test_damaged_file_is_refused_clearly(
+    tmp_path: Path, bundled_index: Path, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / f"{how}.ruledex"
+    _damage(bundled_index, bad, how)
+    with pytest.raises(ArtifactError) as caught:
+        Index(bad)
+    assert str(bad) in str(caught.value)
+    assert CORRUPTIONS[how] in str(caught.value)
+    # the CLI turns it into one line on stderr and exit code 1, never a traceback
+    assert main(["query", "Add an endpoint", "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ruledex: error: ") and "Traceback" not in err
+    assert main(["verify", str(bad)]) == 1
+
+
+def test_verify_catches_a_flipped_data_byte(tmp_path: Path, bundled_index: Path) -> None:
+    bad = tmp_path / "bitrot.ruledex"
+    shutil.copy(bundled_index, bad)
+    data = bytearray(bad.read_bytes())
+    data[-5] ^= 0x01
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="checksum mismatch"):
+        fmt.verify(bad)
+
+
+def test_verify_catches_a_sidecar_mismatch(tmp_path: Path, bundled_index: Path) -> None:
+    copy = tmp_path / "copy.ruledex"
+    shutil.copy(bundled_index, copy)
+    fmt.sidecar_path(copy).write_text("0" * 64 + "  copy.ruledex\n")
+    with pytest.raises(ArtifactError, match=r"does not match copy\.ruledex\.sha256"):
+        fmt.verify(copy)
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    arrays = {name: np.zeros((0,) * spec.ndim, dtype=spec.dtype) for name, spec in fmt.SECTIONS.items()}
+    target = tmp_path / "x.ruledex"
+    target.write_bytes(b"old")
+    arrays["kw_doc_len"] = np.zeros(3, dtype=np.float64)  # wrong dtype: the write must fail
+    with pytest.raises(ValueError, match="kw_doc_len"):
+        fmt.write(target, {}, arrays)
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.ruledex"]

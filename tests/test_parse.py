@@ -1,0 +1,125 @@
+"""The rule document parser: what contributors write, and the file:line errors they get."""
+
+from __future__ import annotations
+
+import pytest
+from ruledex.builder.parse import parse_document
+from ruledex.reader.errors import RuleError
+
+from .conftest import rule_doc
+
+FULL = rule_doc(
+    """
+    Intro text becomes the description.
+
+    ## Input validation
+
+    - [MUST] Validate every request body against an explicit schema;
+      reject unknown fields with 400.
+      Rationale: Unvalidated input is the root of injection bugs.
+      Avoid: `User(**request.json)`
+      ```python
+      class SignupIn(BaseModel): ...
+      ```
+    - [should] Normalise Unicode before comparing user names.
+      Layer: 3-Domain
+      Topics: security, api
+
+    ### Files
+
+    - [MAY] Scan uploaded files for malware.
+    """
+)
+
+
+def test_full_document() -> None:
+    doc = parse_document(FULL, "api/sample.md")
+    assert doc.rule.id == "sample"
+    assert doc.rule.description == "Intro text becomes the description."
+    assert doc.rule.sections == (("Input validation",), ("Input validation", "Files"))
+    first, second, third = doc.directives
+    assert first.id == "api/sample#input-validation-1"
+    assert first.severity == "MUST"
+    assert first.text == "Validate every request body against an explicit schema; reject unknown fields with 400."
+    assert first.rationale == "Unvalidated input is the root of injection bugs."
+    assert first.avoid == ("`User(**request.json)`",)
+    assert first.examples == (("python", "class SignupIn(BaseModel): ..."),)
+    assert first.layers == ("2-Application",)
+    assert first.line == 17
+    assert second.severity == "SHOULD"
+    assert second.layers == ("3-Domain",)
+    assert second.topics == ("security", "api")
+    assert third.id == "api/sample#input-validation-files-1"
+    assert third.section == ("Input validation", "Files")
+
+
+def test_ids_are_stable_across_unrelated_edits() -> None:
+    before = {d.text: d.id for d in parse_document(FULL, "sample.md").directives}
+    edited = FULL.replace(
+        "- [MAY] Scan uploaded files for malware.",
+        "- [MAY] Scan uploaded files for malware.\n- [MAY] Cap uploads at 10 MB.",
+    )
+    edited = edited.replace("Normalise Unicode before", "Always normalise Unicode (NFKC) before")
+    after = {d.text: d.id for d in parse_document(edited, "sample.md").directives}
+    assert (
+        after["Validate every request body against an explicit schema; reject unknown fields with 400."]
+        == before["Validate every request body against an explicit schema; reject unknown fields with 400."]
+    )
+    assert after["Scan uploaded files for malware."] == before["Scan uploaded files for malware."]
+    assert "sample#input-validation-2" in after.values()
+
+
+def test_crlf_parses_like_lf() -> None:
+    lf = parse_document(FULL, "sample.md")
+    crlf = parse_document(FULL.replace("\n", "\r\n"), "sample.md")
+    assert lf == crlf
+
+
+def test_default_severity_applies_and_is_marked_inferred() -> None:
+    doc = parse_document(rule_doc("## Rules\n\n- Use UTC everywhere.", extra="severity: SHOULD\n"), "s.md")
+    assert doc.directives[0].severity == "SHOULD"
+    assert doc.directives[0].inferred == ("severity",)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "needle"),
+    [
+        ("# No front matter\n\n- [MUST] Do it.\n", 1, "front matter", "missing"),
+        ("---\nid: x\nlayers: [2-Application\ntopics: [api]\n---\n", 3, "front matter", "invalid YAML"),
+        ("---\nid: x\nlayers: [8-Cloud]\ntopics: [api]\n---\n", 3, "layers", "unknown layer '8-Cloud'"),
+        ("---\nid: x\nlayers: ['*']\ntopics: [api, blockchain]\n---\n", 4, "topics", "unknown topic 'blockchain'"),
+        ("---\nid: x\ntopics: [api]\n---\n", 1, "layers", "missing"),
+        ("---\nid: x\nlayers: ['*']\ntopics: [api]\n", 1, "front matter", "never closed"),
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\n---\n\n## S\n\n- [MUST] ok\n- Do it without a marker.\n",
+            10,
+            "directive",
+            "no severity marker",
+        ),
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\n---\n\n## S\n\n- [MUSTNT] Do it.\n",
+            9,
+            "directive",
+            "unknown severity 'MUSTNT'",
+        ),
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\n---\n\n## S\n\n- [MUST] Do it.\n  Layer: 9-Nope\n",
+            9,
+            "Layer",
+            "unknown layer",
+        ),
+        ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: last week\n---\n", 5, "reviewed", "not a date"),
+    ],
+)
+def test_malformed_documents_name_file_line_and_field(text: str, line: int, field: str, needle: str) -> None:
+    with pytest.raises(RuleError) as caught:
+        parse_document(text, "rules/bad.md")
+    err = caught.value
+    assert (err.path, err.line, err.field) == ("rules/bad.md", line, field)
+    assert needle in err.message
+    assert str(err).startswith(f"rules/bad.md:{line}: {field}: ")
+
+
+def test_unknown_field_is_a_warning_not_an_error() -> None:
+    doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.", extra="colour: blue\n"), "s.md")
+    assert any("colour: unknown field ignored" in w for w in doc.warnings)
