@@ -88,8 +88,12 @@ def read_sources(root: Path) -> list[SourceFile]:
 
 
 def _clean_url(url: str) -> str:
-    """Drop credentials from a remote URL before it is written into an index."""
-    return re.sub(r"//[^/@]+@", "//", url)
+    """A remote URL fit for an index: no credentials, and no local paths (they are not reproducible)."""
+    if "://" in url and not url.startswith("file://"):
+        return re.sub(r"//[^/@]+@", "//", url)
+    if re.match(r"^[\w.-]+@[\w.-]+:", url):  # scp-like: git@github.com:org/rules.git
+        return url
+    return ""
 
 
 def git_info(root: Path) -> SourceInfo:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, RuledexError
-from .format import SUFFIX, verify
+
+SUFFIX = ".ruledex"  # = format.SUFFIX; kept here so `--help` does not import numpy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -94,24 +96,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def rule_summary(rule: Any) -> dict[str, Any]:
-    """The ``list_rules`` shape of one rule."""
-    return {
-        "domain": rule.id,
-        "title": rule.title,
-        "path": rule.path,
-        "description": rule.description,
-        "layers": list(rule.layers),
-        "topics": list(rule.topics),
-        "authoritativeFor": list(rule.authoritative_for),
-        "directives": rule.directive_count,
-        "version": rule.version,
-        "lastUpdated": rule.last_updated or rule.reviewed,
-    }
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     """``ruledex list``."""
+    from .catalog import rule_summary
+
     with _open(args) as index:
         rules = [rule_summary(r) for r in index.rules()]
     if args.json:
@@ -124,47 +112,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def render_rule(index: Any, i: int) -> str:
-    """A whole rule document as markdown (what ``show`` and ``get_rules`` return)."""
-    rule = index.rule(i)
-    out = [f"# {rule.title}", ""]
-    meta = [f"layers: {', '.join(rule.layers)}", f"topics: {', '.join(rule.topics)}"]
-    if rule.version:
-        meta.append(f"version: {rule.version}")
-    if rule.last_updated or rule.reviewed:
-        meta.append(f"last updated: {rule.last_updated or rule.reviewed}")
-    out += [f"_{'; '.join(meta)}; source: {rule.path}_", ""]
-    if rule.description:
-        out += [rule.description, ""]
-    if rule.when_to_apply:
-        out += ["When to apply: " + "; ".join(rule.when_to_apply), ""]
-    section: tuple[str, ...] | None = None
-    for d in index.directives_of(i):
-        if d.section != section:
-            section = d.section
-            if section:
-                out += ["", f"{'#' * (len(section) + 1)} {section[-1]}", ""]
-        out.append(f"- **{d.severity}** {d.text}")
-        if d.rationale:
-            out.append(f"  Rationale: {d.rationale}")
-        out.extend(f"  Avoid: {a}" for a in d.avoid)
-        for lang, code in d.examples:
-            out += [f"  ```{lang}", *[f"  {line}" for line in code.split("\n")], "  ```"]
-    return "\n".join(out).strip() + "\n"
-
-
-def closest_domains(index: Any, domain: str, n: int = 3) -> list[str]:
-    """The rule ids most like an unknown ``domain`` (difflib ratio, then substring)."""
-    import difflib
-
-    ids = [r.id for r in index.rules()]
-    close = difflib.get_close_matches(domain.lower(), ids, n=n, cutoff=0.3)
-    extra = [i for i in ids if domain.lower() in i.lower() and i not in close]
-    return (close + extra)[:n] or ids[:n]
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     """``ruledex show``."""
+    from .catalog import closest_domains, render_rule, rule_summary
+
     with _open(args) as index:
         i = index.find_rule(args.domain)
         if i is None:
@@ -209,6 +160,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """``ruledex verify``."""
+    from .format import verify
+
     report = verify(find_index(args.file))
     if args.json:
         _print_json(report)
@@ -217,6 +170,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"ok: {report['path']} sha256 {report['sha256']} (sidecar {report['sidecar']}, format {'.'.join(map(str, report['format_version']))})"
         )
     return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``ruledex serve``: the MCP server (imports the MCP SDK only here)."""
+    from .server import serve
+
+    return serve(
+        find_index(args.index), http=args.http, log_queries=Path(args.log_queries) if args.log_queries else None
+    )
 
 
 def _add_index(p: argparse.ArgumentParser) -> None:
@@ -337,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader of our stdout went away (e.g. `| head`): stop quietly, as other CLI tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -168,13 +168,14 @@ def _header(det: Detection, layer: str | None, topics: tuple[str, ...], note: st
 
 
 def _footer(index: Index) -> str:
+    """Where the rules came from: index name, version and commit when known."""
     m = index.manifest
-    commit = index.commit[:12]
-    return (
-        f"\n_Source: {m.get('name', 'rules')} {m.get('version', '')}"
-        + (f" @ {commit}" if commit else "")
-        + " (ruledex)_\n"
-    )
+    parts = [str(m.get("name") or "rules")]
+    if m.get("version") and m.get("version") != "dev":
+        parts.append(str(m["version"]))
+    if index.commit and index.commit[:12] not in parts[-1]:
+        parts.append(f"@ {index.commit[:12]}")
+    return f"\n_Source: {' '.join(parts)} (ruledex index)_\n"
 
 
 def query_directives(

@@ -144,3 +144,9 @@ def test_write_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
         fmt.write(target, {}, arrays)
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.ruledex"]
+
+
+def test_cli_suffix_matches_the_format() -> None:
+    from ruledex.reader import cli
+
+    assert cli.SUFFIX == fmt.SUFFIX

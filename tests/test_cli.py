@@ -1,0 +1,158 @@
+"""The command line: every verb works, errors go to stderr with exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from ruledex.builder.commands import _require_build_deps
+from ruledex.reader.cli import build_parser, main
+from ruledex.reader.errors import ConfigError
+
+from .conftest import RULES, rule_doc, write_rules
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_build_then_query_from_dist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["build", str(RULES)], capsys)
+    assert code == 0
+    assert "found" in err and "wrote" in err  # progress on stderr
+    assert out.startswith("Built dist/") and "directives" in out
+    code, out, _ = run(["query", "Add user registration API endpoint"], capsys)  # newest in ./dist
+    assert code == 0
+    assert "security#input-validation-1" in out
+    code, out, _ = run(["query", "Add user registration API endpoint", "--json"], capsys)
+    payload = json.loads(out)
+    assert set(payload) == {"context_block", "citations", "diagnostics"}
+    assert {"detectedLayer", "topics", "keywords", "confidence", "retrievalStats", "executionTimeMs"} <= set(
+        payload["diagnostics"]
+    )
+    assert set(payload["diagnostics"]["retrievalStats"]) == {"searched", "considered", "selected"}
+
+
+def test_build_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["build", str(RULES), "--out", str(tmp_path / "r.ruledex"), "--json", "-q"], capsys)
+    summary = json.loads(out)
+    assert code == 0
+    assert summary["rules"] >= 12 and summary["directives"] >= 150
+    assert len(summary["sha256"]) == 64
+
+
+def test_build_errors_name_file_line_and_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "good.md": rule_doc("## S\n\n- [MUST] Do the thing."),
+            "bad.md": rule_doc("## S\n\n- Missing marker.", id="bad"),
+        },
+    )
+    out = tmp_path / "x.ruledex"
+    code, _, err = run(["build", str(rules), "--out", str(out), "-q"], capsys)
+    assert code == 1
+    assert "bad.md:15: directive: list item has no severity marker" in err
+    assert not out.exists()
+
+
+def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(bundled_index)
+    code, out, _ = run(["detect", "Add a login button to the header", "--index", idx, "--json"], capsys)
+    assert code == 0 and json.loads(out)["detectedLayer"] == "1-Presentation"
+    code, out, _ = run(["list", "--index", idx, "--json"], capsys)
+    assert code == 0 and "security" in {r["domain"] for r in json.loads(out)}
+    code, out, _ = run(["show", "security", "--index", idx], capsys)
+    assert code == 0 and out.startswith("# Application security") and "Input validation" in out
+    code, out, err = run(["show", "secur", "--index", idx], capsys)
+    assert code == 1 and "closest: security" in err
+    code, out, _ = run(["info", idx], capsys)
+    assert code == 0 and "directives" in out and "model:" in out
+    code, out, _ = run(["info", idx, "--json"], capsys)
+    assert json.loads(out)["format_version"] == [1, 0]
+    code, out, _ = run(["verify", idx], capsys)
+    assert code == 0 and out.startswith("ok: ")
+
+
+def test_usage_errors_exit_2(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["query"])
+    assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["query", "x", "--mode", "dance"])
+    assert caught.value.code == 2
+    code, _, err = run(["query", "x", "--index", str(bundled_index), "--severity", "OFTEN"], capsys)
+    assert code == 2 and "severityFilter" in err and "MUST, SHOULD, MAY" in err
+
+
+def test_missing_index_is_a_failure_with_a_remedy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(["query", "anything"], capsys)
+    assert code == 1 and "ruledex build" in err
+    code, _, err = run(["query", "anything", "--index", "nope.ruledex"], capsys)
+    assert code == 1 and "nope.ruledex" in err
+
+
+def test_build_without_builder_dependencies_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name in ("marko", "model2vec"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ConfigError, match=r"pip install 'ruledex\[build\]'") as caught:
+        _require_build_deps()
+    assert "marko" in str(caught.value) and "model2vec" in str(caught.value)
+
+
+def test_every_subcommand_has_an_example() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():
+        assert "Example:" in (p.epilog or ""), name
+
+
+def test_empty_rules_folder_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "rules").mkdir()
+    code, out, _ = run(["build", str(tmp_path / "rules"), "--out", str(tmp_path / "e.ruledex"), "-q"], capsys)
+    assert code == 0 and "0 directives" in out
+    code, out, _ = run(["query", "Add an endpoint", "--index", str(tmp_path / "e.ruledex"), "--json"], capsys)
+    assert code == 0 and "index is empty" in json.loads(out)["diagnostics"]["notes"][0]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_manifest_records_git_commit_and_dirty_flag(tmp_path: Path) -> None:
+    import pygit2
+    from ruledex.builder.build import build
+    from ruledex.reader.index import Index
+
+    repo_dir = tmp_path / "repo"
+    rules = write_rules(repo_dir / "rules", {"a.md": rule_doc("## S\n\n- [MUST] Do the thing.")})
+    repo = pygit2.init_repository(str(repo_dir))
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("T", "t@example.com", 1_700_000_000, 0)
+    commit = repo.create_commit("HEAD", sig, sig, "rules", repo.index.write_tree(), [])
+    result = build(rules, tmp_path / "a.ruledex")
+    with Index(result.path) as idx:
+        assert idx.manifest["source"]["commit"] == str(commit)
+        assert idx.manifest["source"]["dirty"] is False
+        assert idx.manifest["source"]["path"] == "rules"
+        assert idx.manifest["build_time"] == "2023-11-14T22:13:20Z"
+    (rules / "a.md").write_text(rule_doc("## S\n\n- [MUST] Do another thing."), encoding="utf-8")
+    with Index(build(rules, tmp_path / "b.ruledex").path) as idx:
+        assert idx.manifest["source"]["dirty"] is True
+    assert os.path.exists(tmp_path / "b.ruledex.sha256")

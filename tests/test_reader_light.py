@@ -1,0 +1,36 @@
+"""The reader stays light: no builder-only library is imported to answer a query."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ["marko", "pygit2", "model2vec", "torch", "yaml", "transformers"]
+
+PROBE = """
+import json, sys
+from ruledex.reader.cli import main
+code = main(["query", "Add user registration API endpoint", "--index", sys.argv[1], "--json"])
+sys.stdout.flush()
+print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules], "mcp": "mcp" in sys.modules}), file=sys.stderr)
+"""
+
+
+def test_query_imports_no_builder_dependency_and_no_mcp(bundled_index: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE % HEAVY, str(bundled_index)], capture_output=True, text=True, check=True
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report == {"code": 0, "heavy": [], "mcp": False}
+    assert "security#input-validation-1" in done.stdout
+
+
+def test_cli_help_imports_nothing_heavy() -> None:
+    probe = (
+        "import sys\nfrom ruledex.reader.cli import build_parser\nbuild_parser()\nprint([m for m in %r if m in sys.modules])"
+        % ([*HEAVY, "mcp", "numpy"])
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
