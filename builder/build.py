@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from ruledex.reader import format as fmt
 from ruledex.reader.errors import RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
-from .embed import StoredModel, embed_texts, load_model
+from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document
 from .parse import ParsedDocument, parse_document
 from .source import SourceFile, SourceInfo, git_info, read_sources
@@ -113,10 +114,11 @@ def compile_index(
     name: str,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Compute every section and the manifest for the given records (pure: no I/O)."""
-    encoder = model.encoder()
     texts = [embedding_text(rules[d.rule], d) for d in directives]
-    vectors = embed_texts(encoder, texts)
     documents = [directive_document(rules[d.rule], d) for d in directives]
+    stored = weighted(model, idf_weights(model.encoder(), documents)) if documents else model
+    encoder = stored.encoder()
+    vectors = embed_texts(encoder, texts)
     kw = build_keyword_index(documents)
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
@@ -125,7 +127,7 @@ def compile_index(
     arrays: dict[str, np.ndarray] = {
         "directive_vectors": vectors.astype("<f4"),
         "token_vectors": model.vectors.astype("|i1", copy=False),
-        "token_scales": model.scales.astype("<f4", copy=False),
+        "token_scales": stored.scales.astype("<f4", copy=False),
         "tokenizer": np.frombuffer(model.tokenizer_json.encode(), dtype="|u1"),
         "kw_terms": kw.terms,
         "kw_term_offsets": kw.term_offsets,
@@ -159,6 +161,9 @@ def compile_index(
             "name": model.name,
             "hash": model.hash,
             "vocab_size": int(model.vectors.shape[0]),
+            "token_weighting": {"method": "idf", "formula": IDF_FORMULA, "documents": "directives"}
+            if documents
+            else None,
             **model.manifest_params(),
         },
         "keywords": {

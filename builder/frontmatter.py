@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
 from ruledex.reader.errors import RuleError
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import keywords
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import marko
 from marko import block
+
 from ruledex.reader.errors import RuleError
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug

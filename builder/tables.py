@@ -13,6 +13,7 @@ from collections import Counter
 
 import msgpack
 import numpy as np
+
 from ruledex.reader.encode import unit_rows
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import keywords

@@ -172,6 +172,46 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``ruledex eval``."""
+    from .evaluate import evaluate, format_report, load_queries
+
+    queries = load_queries(Path(args.queries))
+    with _open(args) as index:
+        report = evaluate(index, queries)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report), end="")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``ruledex check --examples``: every rule's example tasks must retrieve it in the top 3 documents."""
+    from .evaluate import ruledex_ranking
+    from .query import query_directives
+
+    if not args.examples:
+        raise ValueError("check: pass --examples (rule linting of a rules folder comes with `ruledex build`)")
+    failures, total = [], 0
+    with _open(args) as index:
+        for rule in index.rules():
+            for task in rule.examples:
+                total += 1
+                ranked = ruledex_ranking(query_directives(index, task), index)[:3]
+                if rule.path not in ranked:
+                    failures.append({"path": rule.path, "task": task, "top3": ranked})
+    if args.json:
+        _print_json({"examples": total, "failures": failures})
+    else:
+        for f in failures:
+            print(
+                f"{f['path']}:1: error: example task {f['task']!r} does not retrieve this rule in the top 3 (got {', '.join(f['top3']) or 'nothing'}) [example-miss]"
+            )
+        print(f"{total - len(failures)}/{total} example tasks retrieve their rule in the top 3", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``ruledex serve``: the MCP server (imports the MCP SDK only here)."""
     from .server import serve
@@ -222,6 +262,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rationale", action="store_true", help="add each directive's one-line rationale")
     p.add_argument("--explain", action="store_true", help="include score breakdowns (in --json, or on stderr)")
     p.set_defaults(run=cmd_query)
+
+    p = sub.add_parser(
+        "serve",
+        help="serve an index to AI assistants over MCP (stdio, or Streamable HTTP)",
+        formatter_class=raw,
+        description="Run the ruledex MCP server. stdio by default (what IDEs spawn); --http serves Streamable HTTP "
+        "on 127.0.0.1 unless a host is given. Logs go to stderr.",
+        epilog="Example: ruledex serve --index dist/rules-v1.2.0.ruledex --http 8765",
+    )
+    _add_index(p)
+    p.add_argument(
+        "--http", metavar="[HOST:]PORT", help="serve Streamable HTTP instead of stdio (host default 127.0.0.1)"
+    )
+    p.add_argument(
+        "--log-queries", metavar="FILE", help="append one JSON line per tool call (secrets masked); off by default"
+    )
+    p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser(
+        "eval",
+        help="measure retrieval quality on a labeled query set, beside a BM25 floor",
+        formatter_class=raw,
+        description="Run every task of a JSONL query set ({id, task, relevant: {path: grade}, layer, topics}) and "
+        "print nDCG@5/10, Recall@5/10, MRR, layer accuracy, topic F1 and mean tokens per block, for ruledex and for "
+        "plain BM25 over whole documents.",
+        epilog="Example: ruledex eval --queries tests/data/eval_bundled.jsonl --index dist/bundled.ruledex",
+    )
+    p.add_argument("--queries", required=True, help="JSONL file of labeled tasks")
+    _add_index(p)
+    p.add_argument("--json", action="store_true", help="print the full report with per-query rows")
+    p.set_defaults(run=cmd_eval)
+
+    p = sub.add_parser(
+        "check",
+        help="check that each rule's example tasks retrieve that rule (top 3)",
+        formatter_class=raw,
+        description="Run every rule's `examples` against the index; each must name its own rule among the first "
+        "three documents. Output: path:line: error: message [code]; exit 1 on any miss.",
+        epilog="Example: ruledex check --examples --index dist/bundled.ruledex",
+    )
+    p.add_argument("--examples", action="store_true", help="check example tasks (required)")
+    _add_index(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=cmd_check)
 
     p = sub.add_parser(
         "detect",

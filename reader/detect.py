@@ -43,7 +43,7 @@ _LAYER_WORDS: dict[str, str] = {
 
 _TOPIC_WORDS: dict[str, str] = {
     "security": """security secure auth authentication authorization authorisation login logout password secret
-        secrets token jwt oauth oidc csrf xss injection sanitize sanitise encrypt encryption permission role rbac
+        secrets apikey token jwt oauth oidc csrf xss injection sanitize sanitise encrypt encryption permission role rbac
         vulnerability cve registration signup register credential credentials session cookie hash""",
     "testing": "test tests testing unit integration e2e mock fixture coverage flaky pytest jest vitest tdd assert",
     "performance": """performance slow fast latency cache caching optimize optimise memory cpu n+1 profile
@@ -53,7 +53,7 @@ _TOPIC_WORDS: dict[str, str] = {
     "database": """database db sql query queries migration schema table index postgres postgresql mysql sqlite
         mongodb orm transaction persistence redis""",
     "frontend": """ui frontend component react vue svelte angular css tailwind button page form layout header
-        navbar modal html browser""",
+        navbar modal html browser spinner skeleton dashboard loading""",
     "backend": "backend server service endpoint handler worker queue job controller middleware",
     "devops": """deploy deployment ci cd pipeline docker dockerfile kubernetes k8s helm terraform container
         release infrastructure github-actions""",
@@ -68,6 +68,34 @@ _TOPIC_WORDS: dict[str, str] = {
     "privacy": "pii gdpr personal privacy consent retention anonymize anonymise email",
     "git": "git commit commits branch merge rebase pull-request pr",
 }
+
+_ACTIVITY_WORDS: dict[str, tuple[float, str]] = {
+    "5-Tests": (
+        3.0,
+        "test tests testing spec specs e2e fixture fixtures mock mocks coverage flaky pytest jest vitest cypress playwright tdd",
+    ),
+    "6-Docs": (
+        3.0,
+        "document documenting documentation docs readme changelog adr docstring docstrings runbook tutorial",
+    ),
+    "7-Deployment": (
+        3.0,
+        "dockerfile docker deploy deployment pipeline ci cd helm terraform kubernetes k8s rollout release github-actions",
+    ),
+    "4-Persistence": (
+        2.0,
+        "migration migrations migrate schema sql query queries index table column columns database db orm transaction",
+    ),
+    "1-Presentation": (
+        2.0,
+        "form button page screen component modal css style layout spinner dashboard header navbar ui widget tooltip",
+    ),
+    "3-Domain": (1.5, "invariant invariants entity aggregate pricing discount refund cancel cancelled cancellation"),
+    "2-Application": (1.5, "endpoint endpoints handler controller route routes middleware webhook"),
+}
+"""Words that name the *kind of work* (a test, a doc, a Dockerfile, a migration, a form) weigh more
+than words that name its subject (an API, a user), so "write tests for the signup endpoint" is a
+5-Tests task. Each entry: (weight, words); other dictionary words weigh 1."""
 
 TECHNOLOGIES: tuple[str, ...] = (
     "python",
@@ -150,6 +178,23 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 """Query expansions for short or colloquial words (applied to retrieval and detection)."""
 
+PHRASES: tuple[tuple[str, str], ...] = (
+    ("api key", "apikey"),
+    ("access key", "apikey"),
+    ("sign up", "signup"),
+    ("sign-up", "signup"),
+    ("log in", "login"),
+    ("end to end", "e2e"),
+    ("end-to-end", "e2e"),
+    ("pull request", "pr"),
+    ("screen reader", "screen-reader"),
+    ("github actions", "github-actions"),
+)
+"""Multi-word expressions folded into one dictionary term before matching."""
+
+NEAR_TIE = 0.8
+"""Layers scoring at least this share of the best layer also pass a strict layer filter."""
+
 MODE_BIAS: dict[str, dict[str, float]] = {
     "debug": {"5-Tests": 0.8, "reliability": 0.6, "observability": 0.6, "testing": 0.6},
     "architect": {"3-Domain": 0.6, "6-Docs": 0.4, "architecture": 0.8, "documentation": 0.4},
@@ -167,6 +212,9 @@ def _stems(text: str) -> frozenset[str]:
 
 
 LAYER_TERMS = {name: _stems(text) for name, text in _LAYER_WORDS.items()}
+LAYER_WEIGHTS: dict[str, dict[str, float]] = {
+    name: dict.fromkeys(_stems(words_), weight) for name, (weight, words_) in _ACTIVITY_WORDS.items()
+}
 TOPIC_TERMS = {name: _stems(text) for name, text in _TOPIC_WORDS.items()}
 
 
@@ -181,6 +229,16 @@ class Detection:
     confidence: float
     layer_scores: dict[str, float] = field(default_factory=dict)
     topic_scores: dict[str, float] = field(default_factory=dict)
+
+    def layers(self) -> tuple[str, ...]:
+        """The detected layer and any near-tie layers (a strict filter lets all of them through)."""
+        if self.layer is None:
+            return ()
+        best = self.layer_scores.get(self.layer, 0.0)
+        ties = [
+            k for k, v in self.layer_scores.items() if k != self.layer and v >= max(MIN_LAYER_SCORE, NEAR_TIE * best)
+        ]
+        return (self.layer, *sorted(ties, key=LAYERS.index))
 
     def alternatives(self, n: int = 2) -> list[dict[str, float | str]]:
         """The next-best layers with their share of the evidence."""
@@ -211,8 +269,19 @@ def expand(terms: list[str]) -> list[str]:
     return out
 
 
-def _score(terms: set[str], table: dict[str, frozenset[str]]) -> dict[str, float]:
-    return {name: float(len(terms & vocab)) for name, vocab in table.items()}
+def _score(
+    terms: set[str], table: dict[str, frozenset[str]], weights: dict[str, dict[str, float]] | None = None
+) -> dict[str, float]:
+    """Dictionary evidence per class: 1 per matching word, or the word's activity weight."""
+    weights = weights or {}
+    out = {}
+    for name, vocab in table.items():
+        strong = weights.get(name, {})
+        out[name] = float(
+            sum(strong.get(t, 1.0) for t in terms & vocab)
+            + sum(w for t, w in strong.items() if t in terms and t not in vocab)
+        )
+    return out
 
 
 def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, list[str]]) -> None:
@@ -244,18 +313,31 @@ def detect(
     layer_vectors: np.ndarray | None = None,
     topic_vectors: np.ndarray | None = None,
     learnt: dict[str, dict[str, list[str]]] | None = None,
+    feedback: tuple[dict[str, float], dict[str, float]] | None = None,
 ) -> Detection:
-    """Detect context from task text, optionally helped by an index's tables (pure function)."""
-    raw = words(text)
-    terms = expand(keywords(text))
+    """Detect context from task text, optionally helped by an index's tables (pure function).
+
+    ``feedback`` holds (layer votes, topic votes) from the directives that best match the task
+    (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live.
+    """
+    folded = text.lower()
+    for phrase, term in PHRASES:
+        folded = folded.replace(phrase, f"{phrase} {term}")
+    raw = words(folded)
+    terms = expand(keywords(folded))
     term_set = set(terms) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
-    layer_scores = _score(term_set, LAYER_TERMS)
+    layer_scores = _score(term_set, LAYER_TERMS, LAYER_WEIGHTS)
     topic_scores = _score(term_set, TOPIC_TERMS)
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
     _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector)
     _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector)
+    if feedback:
+        for table, votes in zip((layer_scores, topic_scores), feedback, strict=True):
+            for name, vote in votes.items():
+                if name in table:
+                    table[name] += vote
     for name, bias in MODE_BIAS.get(mode or "code", {}).items():
         table = layer_scores if name in layer_scores else topic_scores
         table[name] = table.get(name, 0.0) + bias

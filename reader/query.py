@@ -14,17 +14,22 @@ from typing import Any
 import numpy as np
 
 from .detect import MODES, Detection, detect, expand
+from .features import features, topic_strengths
 from .index import Index
 from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
 from .text import keywords
-from .vocab import ANY_LAYER, LAYERS, SEVERITIES, SEVERITY_BOOST, TOPICS, names_from_mask
+from .vocab import ANY_LAYER, LAYERS, SEVERITIES, TOPICS, names_from_mask
 
 MAX_TASK_CHARS = 8000
 """Longer task descriptions are cut here (and the diagnostics say so)."""
 
 SEMANTIC_MIN = 0.45
+
+STRICT_MIN_CONFIDENCE = 0.65
+"""strictLayer filters by layer only when detection is at least this confident (measured with
+``ruledex eval``: below it the detected layer was right about half the time); else it boosts."""
 """A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
 
 
@@ -93,10 +98,46 @@ def check_mode(mode: str | None) -> str | None:
     return mode
 
 
-def detect_in_index(index: Index, text: str, mode: str | None, query_vector: np.ndarray | None = None) -> Detection:
-    """Run detection with the index's learnt tables."""
+FEEDBACK_DEPTH = 20
+"""How many of the best-matching directives vote on the task's layer and topics."""
+
+FEEDBACK_WEIGHT = 5.0
+"""Votes of the strongest layer/topic from feedback, on the dictionaries' scale (one word = 1)."""
+
+
+def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict[str, float]]:
+    """Layer and topic votes from the best candidates (lexical and semantic evidence combined)."""
+    if not len(got.ids):
+        return {}, {}
+    best = float(got.bm25.max())
+    evidence = (got.bm25 / best if best > 0 else 0.0) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
+    top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
+    votes = []
+    for table, vocab in ((index.dir_layers, LAYERS), (index.dir_topics, TOPICS)):
+        tally: dict[str, float] = {}
+        for pos in top:
+            mask = int(table[got.ids[pos]])
+            for bit, name in enumerate(vocab):
+                if mask >> bit & 1 and name != ANY_LAYER:
+                    tally[name] = tally.get(name, 0.0) + float(evidence[pos])
+        peak = max(tally.values(), default=0.0)
+        votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
+    return votes[0], votes[1]
+
+
+def detect_in_index(
+    index: Index,
+    text: str,
+    mode: str | None,
+    query_vector: np.ndarray | None = None,
+    feedback: tuple[dict[str, float], dict[str, float]] | None = None,
+) -> Detection:
+    """Run detection with the index's learnt tables (and retrieval feedback when given)."""
     if query_vector is None and index.n_directives:
         query_vector = index.encoder.encode_one(text)
+    if feedback is None and index.n_directives:
+        terms = expand(keywords(text))
+        feedback = feedback_votes(index, retrieve(index, terms, [1.0] * len(terms), query_vector))
     return detect(
         text,
         mode,
@@ -104,62 +145,8 @@ def detect_in_index(index: Index, text: str, mode: str | None, query_vector: np.
         layer_vectors=index.layer_vectors,
         topic_vectors=index.topic_vectors,
         learnt=index.detect_terms if index.n_directives else None,
+        feedback=feedback,
     )
-
-
-def _features(
-    index: Index,
-    got: Retrieval,
-    det: Detection,
-    topics: tuple[str, ...],
-    layer: str | None,
-    qvec: np.ndarray,
-    terms: set[str],
-) -> dict[str, np.ndarray]:
-    ids = got.ids
-    rules = index.dir_rule[ids].astype(np.int64)
-    topic_bits = np.uint32(sum(1 << TOPICS.index(t) for t in topics))
-    authority = ((index.rule_authority[rules] & topic_bits) > 0).astype(np.float32)
-    dir_topics = index.dir_topics[ids]
-    overlap = np.zeros(len(ids), np.float32)
-    if topics:
-        for t in topics:
-            overlap += ((dir_topics >> np.uint32(TOPICS.index(t))) & 1).astype(np.float32)
-        overlap /= len(topics)
-    any_bit = 1 << LAYERS.index(ANY_LAYER)
-    if layer is None:
-        layer_match = np.full(len(ids), 0.5, np.float32)
-    else:
-        bit = 1 << LAYERS.index(layer)
-        masks = index.dir_layers[ids]
-        layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
-    wta = _when_to_apply(index, rules, qvec, terms)
-    severity = np.array([SEVERITY_BOOST[SEVERITIES[s]] for s in index.dir_severity[ids]], np.float32)
-    best = float(got.bm25.max()) if len(got.bm25) else 0.0
-    lexical = got.bm25 / best if best > 0 else np.zeros(len(ids), np.float32)
-    semantic = np.clip(got.cosine, 0.0, 1.0)
-    return {
-        "authority": authority,
-        "when_to_apply": wta,
-        "layer": layer_match,
-        "topic": overlap,
-        "severity": severity,
-        "semantic": semantic,
-        "lexical": lexical.astype(np.float32),
-    }
-
-
-def _when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[str]) -> np.ndarray:
-    """Per candidate: how well the task matches its rule's when_to_apply, by meaning or by words."""
-    if not len(index.wta_rule) or not len(rules):
-        return np.zeros(len(rules), np.float32)
-    sims = index.wta_vectors @ qvec if np.any(qvec) else np.zeros(len(index.wta_rule), np.float32)
-    per_rule = np.zeros(index.n_rules, np.float32)
-    for words, rule, sim in zip(index.wta_keywords, index.wta_rule, sims, strict=True):
-        lexical = len(words & terms) / max(1, min(len(words), 4))
-        semantic = (float(sim) - 0.3) / 0.4
-        per_rule[rule] = max(per_rule[rule], semantic, lexical)
-    return np.clip(per_rule[rules], 0.0, 1.0)
 
 
 def _header(det: Detection, layer: str | None, topics: tuple[str, ...], note: str = "") -> str:
@@ -219,21 +206,27 @@ def query_directives(
         )
     t0 = time.perf_counter()
     qvec = index.encoder.encode_one(task)
-    det = detect_in_index(index, task, mode, qvec)
-    layer = opts.layer or det.layer
-    topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
-    timings["detect"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
     terms = expand(keywords(task))
     n_own = len(dict.fromkeys(keywords(task)))
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    det = detect_in_index(index, task, mode, qvec, feedback=feedback_votes(index, got))
+    layer = opts.layer or det.layer
+    topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
+    timings["detect"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     matched = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN)
     keep = matched.copy()
-    if opts.strictLayer and layer is not None:
-        bits = (1 << LAYERS.index(layer)) | (1 << LAYERS.index(ANY_LAYER))
+    strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
+    if opts.strictLayer and layer is not None and not strict:
+        notes.append(
+            f"strictLayer relaxed: layer {layer} detected with low confidence ({det.confidence:.2f}); used as a boost"
+        )
+    if strict:
+        allowed_layers = (layer,) if opts.layer else det.layers()
+        bits = sum(1 << LAYERS.index(name) for name in {*allowed_layers, ANY_LAYER})
         keep &= (index.dir_layers[got.ids] & bits) > 0
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
@@ -242,7 +235,15 @@ def query_directives(
     ranked: list[Item] = []
     breakdowns: dict[str, dict[str, float]] = {}
     if len(got.ids):
-        feats = _features(index, got, det, topics, layer, qvec, set(terms))
+        feats = features(
+            index,
+            got,
+            topic_strengths(det, topics, opts.topicsBias),
+            layer,
+            qvec,
+            set(terms),
+            trust=1.0 if opts.layer else det.confidence,
+        )
         scored = score(feats, weights)
         positions = order(scored.total, got.ids)
         head = positions[: max(4 * opts.maxItems, 24)]
@@ -255,6 +256,7 @@ def query_directives(
                 continue
             ranked.append(Item(directive, index.rule(directive.rule), float(scored.total[pos]), commit=index.commit))
             breakdowns[directive.id] = scored.row(int(pos))
+    ranked = spread_rules(ranked, max(3, opts.maxItems // 2))
     timings["rank"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     header_note = ""
@@ -279,6 +281,20 @@ def query_directives(
     stats = {"searched": got.searched, "considered": len(got.ids), "selected": len(rendered.citations)}
     scores = [dict(id=c["id"], **breakdowns[c["id"]]) for c in rendered.citations if c["id"] in breakdowns]
     return _answer(index, det, layer, topics, rendered, notes, stats, started, timings, opts, scores)
+
+
+def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:
+    """Move each rule's directives beyond the first ``per_rule`` behind everything else, in rank order.
+
+    One strongly matching rule should not fill the whole block: the next rules' best directives come
+    first. Nothing is dropped; the moved items still fill any room left.
+    """
+    seen: dict[int, int] = {}
+    head, tail = [], []
+    for item in ranked:
+        seen[item.directive.rule] = seen.get(item.directive.rule, 0) + 1
+        (head if seen[item.directive.rule] <= per_rule else tail).append(item)
+    return head + tail
 
 
 def _core_items(index: Index, opts: QueryOptions) -> list[Item]:

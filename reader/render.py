@@ -3,7 +3,8 @@
 Pure: takes ranked items, returns the block, the citations and what was left out and why. The
 first :data:`GUARANTEED_MUST` MUST directives are always included, even past the budget; every
 other item is added in rank order while the block stays within budget and ``max_items``. Items
-are shown MUST first, then SHOULD, then MAY, each group in rank order.
+are shown MUST first, then SHOULD, then MAY, each group in rank order; citations list the same items
+in rank order (most relevant first), which is what a program consuming them wants.
 """
 
 from __future__ import annotations
@@ -110,4 +111,5 @@ def render(
     shown = sorted(chosen, key=lambda it: (SEVERITIES.index(it.directive.severity), rank_of[id(it)]))
     body = "".join(lines[id(item)] for item in shown)
     block = f"{header}{body}{footer}"
-    return Rendered(block, [citation(item) for item in shown], count_tokens(block), omitted, shown)
+    by_rank = sorted(chosen, key=lambda it: rank_of[id(it)])
+    return Rendered(block, [citation(item) for item in by_rank], count_tokens(block), omitted, by_rank)

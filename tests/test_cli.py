@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from ruledex.builder.commands import _require_build_deps
 from ruledex.reader.cli import build_parser, main
 from ruledex.reader.errors import ConfigError
@@ -136,6 +137,7 @@ def test_empty_rules_folder_via_cli(tmp_path: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_manifest_records_git_commit_and_dirty_flag(tmp_path: Path) -> None:
     import pygit2
+
     from ruledex.builder.build import build
     from ruledex.reader.index import Index
 

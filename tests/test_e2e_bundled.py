@@ -40,10 +40,20 @@ def test_database_migration_ranks_persistence_first(index: Index) -> None:
         assert "4-Persistence" in d.layers or "*" in d.layers
 
 
-def test_must_directives_are_shown_first(index: Index) -> None:
+def test_must_directives_are_shown_first_and_citations_are_in_rank_order(index: Index) -> None:
     result = query_directives(index, "Add pagination to the orders list endpoint")
-    severities = [c["severity"] for c in result["citations"]]
-    assert severities == sorted(severities, key=["MUST", "SHOULD", "MAY"].index)
+    shown = [line.split("**")[1] for line in result["context_block"].splitlines() if line.startswith("- **")]
+    assert shown == sorted(shown, key=["MUST", "SHOULD", "MAY"].index)
+    assert len(shown) == len(result["citations"])
+    ids_in_block = [
+        line.rsplit("`[", 1)[1].rstrip("]`") for line in result["context_block"].splitlines() if line.startswith("- **")
+    ]
+    assert sorted(ids_in_block) == sorted(c["id"] for c in result["citations"])
+    assert (
+        ids_in_block != [c["id"] for c in result["citations"]]
+        or len(set(shown)) == 1
+        or shown == [c["severity"] for c in result["citations"]]
+    )
 
 
 def test_token_budget_is_respected_except_guaranteed_musts(index: Index) -> None:

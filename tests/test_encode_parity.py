@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from ruledex.builder.embed import DEFAULT_MODEL_DIR, load_model
 from ruledex.reader.index import Index
 
@@ -31,7 +32,17 @@ def test_text_without_known_tokens_is_a_zero_vector() -> None:
     assert not np.any(vec)
 
 
-def test_index_encoder_matches_builder_encoder(index: Index) -> None:
+def test_index_stores_the_model_with_idf_weights_baked_in(index: Index) -> None:
+    from ruledex.builder.embed import idf_weights, weighted
+    from ruledex.builder.keywords import directive_document
+
     stored = load_model()
-    np.testing.assert_array_equal(index.encoder.encode(TEXTS), stored.encoder().encode(TEXTS))
+    documents = [
+        directive_document(index.rule(index.directive(i).rule), index.directive(i)) for i in range(index.n_directives)
+    ]
+    expected = weighted(stored, idf_weights(stored.encoder(), documents))
+    np.testing.assert_array_equal(index.artifact.section("token_vectors"), stored.vectors)
+    np.testing.assert_allclose(index.artifact.section("token_scales"), expected.scales, rtol=1e-6)
+    np.testing.assert_allclose(index.encoder.encode(TEXTS), expected.encoder().encode(TEXTS), rtol=1e-5, atol=1e-6)
     assert index.manifest["model"]["hash"] == stored.hash
+    assert index.manifest["model"]["token_weighting"]["method"] == "idf"

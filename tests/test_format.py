@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from ruledex.builder.build import build
 from ruledex.reader import format as fmt
 from ruledex.reader.cli import main

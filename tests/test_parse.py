@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ruledex.builder.parse import parse_document
 from ruledex.reader.errors import RuleError
 

@@ -1,0 +1,178 @@
+"""Measure retrieval quality: ``ruledex eval`` over a labeled query set, beside a BM25 floor.
+
+A query line is ``{"id", "task", "relevant": {"<source path>": grade}, "layer", "topics"}`` with
+grades 2 (must be picked) and 1 (useful). ruledex's ranking of source documents is the order in
+which the answer first names them: the citations of the block, then the candidates the block left
+out (``diagnostics.omitted``, in rank order). The floor is plain BM25 over whole documents with the
+same keyword tokenizer, computed in the same run from the same index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .catalog import render_rule
+from .errors import ConfigError
+from .index import Index
+from .query import query_directives
+from .text import count_tokens, keywords
+
+METRICS = ("ndcg@5", "ndcg@10", "recall@5", "recall@10", "mrr")
+
+
+@dataclass(frozen=True)
+class LabeledQuery:
+    """One labeled task."""
+
+    id: str
+    task: str
+    relevant: dict[str, int]
+    layer: str | None
+    topics: tuple[str, ...]
+
+
+def load_queries(path: Path) -> list[LabeledQuery]:
+    """Read a JSONL query set; errors name the file, line and field."""
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            relevant = {str(k): int(v) for k, v in raw["relevant"].items()}
+            out.append(
+                LabeledQuery(str(raw["id"]), str(raw["task"]), relevant, raw.get("layer"), tuple(raw.get("topics", ())))
+            )
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(
+                f'{path}:{number}: not a query line ({type(exc).__name__}: {exc}); expected {{"id", "task", "relevant": {{path: grade}}}}'
+            ) from None
+    if not out:
+        raise ConfigError(f"{path}: no queries")
+    return out
+
+
+def dcg(grades: list[int], k: int) -> float:
+    """Discounted cumulative gain of the first ``k`` grades, gain 2^g - 1."""
+    return sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(grades[:k]))
+
+
+def ranking_metrics(ranked: list[str], relevant: dict[str, int]) -> dict[str, float]:
+    """nDCG@5/10, Recall@5/10 (grade >= 1) and MRR of a ranked list of source paths."""
+    grades = [relevant.get(doc, 0) for doc in ranked]
+    ideal = sorted(relevant.values(), reverse=True)
+    wanted = {doc for doc, g in relevant.items() if g > 0}
+    first = next((i for i, doc in enumerate(ranked) if doc in wanted), None)
+    out = {f"ndcg@{k}": (dcg(grades, k) / dcg(ideal, k) if dcg(ideal, k) else 0.0) for k in (5, 10)}
+    out |= {f"recall@{k}": (len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0) for k in (5, 10)}
+    out["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
+    return out
+
+
+def topic_f1(predicted: list[str], gold: tuple[str, ...]) -> float:
+    """F1 of predicted against gold topics (1.0 when both are empty)."""
+    if not predicted and not gold:
+        return 1.0
+    hit = len(set(predicted) & set(gold))
+    if not hit:
+        return 0.0
+    precision, recall = hit / len(set(predicted)), hit / len(set(gold))
+    return 2 * precision * recall / (precision + recall)
+
+
+def ruledex_ranking(answer: dict[str, Any], index: Index) -> list[str]:
+    """Source paths in the order the answer first names them: citations, then omitted candidates."""
+    by_id = {}
+    for i in range(index.n_directives):
+        by_id.setdefault(index.directive(i).id, index.rule(index.directive(i).rule).path)
+    ordered = [c["sourcePath"] for c in answer["citations"]]
+    ordered += [by_id[o["id"]] for o in answer["diagnostics"]["omitted"] if o["id"] in by_id]
+    return list(dict.fromkeys(ordered))
+
+
+class DocumentBM25:
+    """Plain BM25 over whole rule documents: the floor ruledex must beat."""
+
+    def __init__(self, index: Index, k1: float = 1.2, b: float = 0.75) -> None:
+        """Tokenize every rule document of the index (title, description, directives)."""
+        self.paths = [r.path for r in index.rules()]
+        self.docs = [Counter(keywords(render_rule(index, i))) for i in range(index.n_rules)]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.avgdl = (sum(self.lengths) / len(self.lengths)) if self.lengths else 1.0
+        self.df = Counter(term for d in self.docs for term in d)
+        self.k1, self.b = k1, b
+
+    def rank(self, task: str) -> list[str]:
+        """Source paths by descending BM25, ties by path."""
+        n = len(self.docs)
+        scores = []
+        for doc, length, path in zip(self.docs, self.lengths, self.paths, strict=True):
+            s = 0.0
+            for term in set(keywords(task)):
+                tf = doc.get(term, 0)
+                if tf:
+                    idf = math.log((n - self.df[term] + 0.5) / (self.df[term] + 0.5) + 1.0)
+                    s += idf * tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * length / self.avgdl))
+            scores.append((-s, path))
+        return [path for s, path in sorted(scores) if s < 0]
+
+
+def evaluate(index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run every query; return mean metrics for ruledex and the BM25 floor, and per-query rows."""
+    floor = DocumentBM25(index)
+    all_rules_tokens = sum(count_tokens(render_rule(index, i)) for i in range(index.n_rules))
+    rows = []
+    for q in queries:
+        answer = query_directives(index, q.task, options=options)
+        ours = ruledex_ranking(answer, index)
+        base = floor.rank(q.task)
+        diag = answer["diagnostics"]
+        rows.append(
+            {
+                "id": q.id,
+                "task": q.task,
+                "ruledex": ranking_metrics(ours, q.relevant),
+                "bm25": ranking_metrics(base, q.relevant),
+                "layerCorrect": q.layer is None or diag["detectedLayer"] == q.layer,
+                "detectedLayer": diag["detectedLayer"],
+                "topicF1": topic_f1(diag["topics"], q.topics),
+                "tokens": diag["tokens"],
+                "ranked": ours[:10],
+            }
+        )
+    n = len(rows)
+
+    def mean(system: str) -> dict[str, float]:
+        return {m: round(sum(r[system][m] for r in rows) / n, 4) for m in METRICS}
+
+    tokens = sum(r["tokens"] for r in rows) / n
+    return {
+        "queries": n,
+        "ruledex": mean("ruledex"),
+        "bm25": mean("bm25"),
+        "layerAccuracy": round(sum(r["layerCorrect"] for r in rows) / n, 4),
+        "topicF1": round(sum(r["topicF1"] for r in rows) / n, 4),
+        "meanTokens": round(tokens, 1),
+        "allRulesTokens": all_rules_tokens,
+        "tokenSavings": round(1 - tokens / all_rules_tokens, 4) if all_rules_tokens else 0.0,
+        "rows": rows,
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A plain-text table of the means, ruledex beside the BM25 floor."""
+    lines = [f"{'metric':<12}{'ruledex':>10}{'bm25 floor':>12}{'delta':>9}"]
+    for m in METRICS:
+        ours, base = report["ruledex"][m], report["bm25"][m]
+        lines.append(f"{m:<12}{ours:>10.4f}{base:>12.4f}{ours - base:>+9.4f}")
+    lines += [
+        f"layer accuracy {report['layerAccuracy']:.3f}   topic F1 {report['topicF1']:.3f}   queries {report['queries']}",
+        f"mean tokens per block {report['meanTokens']:.0f} vs {report['allRulesTokens']} for all rule documents "
+        f"({report['tokenSavings']:.1%} fewer)",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""`ruledex eval`: the metrics are right, and ruledex beats the BM25 floor on the labeled set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ruledex.reader.cli import main
+from ruledex.reader.errors import ConfigError
+from ruledex.reader.evaluate import evaluate, load_queries, ranking_metrics, topic_f1
+from ruledex.reader.index import Index
+
+from .conftest import REPO
+
+QUERIES = REPO / "tests" / "data" / "eval_bundled.jsonl"
+
+
+def test_metrics_on_known_rankings() -> None:
+    perfect = ranking_metrics(["a.md", "b.md", "c.md"], {"a.md": 2, "b.md": 1})
+    assert perfect == {"ndcg@5": 1.0, "ndcg@10": 1.0, "recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0}
+    swapped = ranking_metrics(["b.md", "a.md"], {"a.md": 2, "b.md": 1})
+    assert 0.7 < swapped["ndcg@5"] < 1.0 and swapped["mrr"] == 1.0
+    late = ranking_metrics(["x.md", "y.md", "a.md"], {"a.md": 2})
+    assert late["mrr"] == pytest.approx(1 / 3) and late["recall@5"] == 1.0
+    assert ranking_metrics([], {"a.md": 2})["ndcg@10"] == 0.0
+    assert topic_f1(["api", "security"], ("api",)) == pytest.approx(2 / 3)
+    assert topic_f1([], ()) == 1.0
+
+
+def test_labeled_set_is_large_and_varied() -> None:
+    queries = load_queries(QUERIES)
+    assert len(queries) >= 60
+    assert len({q.layer for q in queries}) == 7
+    assert len({path for q in queries for path, grade in q.relevant.items() if grade == 2}) >= 17
+
+
+def test_ruledex_beats_the_bm25_floor_on_the_labeled_set(index: Index) -> None:
+    """A regression guard on ranking quality (not on speed): keeps what issue #4 has measured."""
+    report = evaluate(index, load_queries(QUERIES))
+    assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"]
+    assert report["ruledex"]["mrr"] > report["bm25"]["mrr"]
+    assert report["tokenSavings"] > 0.9
+
+
+def test_eval_cli(bundled_index: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    few = tmp_path / "few.jsonl"
+    few.write_text("\n".join(QUERIES.read_text(encoding="utf-8").splitlines()[:5]) + "\n", encoding="utf-8")
+    assert main(["eval", "--queries", str(few), "--index", str(bundled_index)]) == 0
+    out = capsys.readouterr().out
+    assert "ndcg@10" in out and "bm25 floor" in out and "fewer" in out
+    assert main(["eval", "--queries", str(few), "--index", str(bundled_index), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["queries"] == 5 and len(report["rows"]) == 5
+
+
+def test_bad_query_file_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q1", "task": "x", "relevant": {"a.md": 2}}\n{"id": "q2"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.jsonl:2: not a query line"):
+        load_queries(bad)
+
+
+def test_check_examples_reports_misses_in_lint_format(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "--examples", "--index", str(bundled_index), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["examples"] >= 34
+    assert code == (1 if report["failures"] else 0)
+    assert len(report["failures"]) <= report["examples"] * 0.15
