@@ -16,6 +16,11 @@ from typing import Any
 
 from .errors import ConfigError, RuledexError
 
+# One BLAS thread: queries are tiny matrix-vector products, and a second BLAS thread made
+# concurrent queries 2-3x slower in the prototype (issue #7). Must be set before numpy loads.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 SUFFIX = ".ruledex"  # = format.SUFFIX; kept here so `--help` does not import numpy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

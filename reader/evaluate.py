@@ -87,11 +87,13 @@ def topic_f1(predicted: list[str], gold: tuple[str, ...]) -> float:
 
 def ruledex_ranking(answer: dict[str, Any], index: Index) -> list[str]:
     """Source paths in the order the answer first names them: citations, then omitted candidates."""
-    by_id = {}
-    for i in range(index.n_directives):
-        by_id.setdefault(index.directive(i).id, index.rule(index.directive(i).rule).path)
+    positions = index.directive_positions
     ordered = [c["sourcePath"] for c in answer["citations"]]
-    ordered += [by_id[o["id"]] for o in answer["diagnostics"]["omitted"] if o["id"] in by_id]
+    ordered += [
+        index.rule(index.directive(positions[o["id"]]).rule).path
+        for o in answer["diagnostics"]["omitted"]
+        if o["id"] in positions
+    ]
     return list(dict.fromkeys(ordered))
 
 

@@ -61,12 +61,16 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     """Per candidate: how well the task matches its rule's when_to_apply, by meaning or by words."""
     if not len(index.wta_rule) or not len(rules):
         return np.zeros(len(rules), np.float32)
-    sims = index.wta_vectors @ qvec if np.any(qvec) else np.zeros(len(index.wta_rule), np.float32)
+    # only the phrases of the candidates' rules matter: keeps this O(candidates), not O(index)
+    phrases = np.flatnonzero(np.isin(index.wta_rule, np.unique(rules)))
+    sims = index.wta_vectors[phrases] @ qvec if np.any(qvec) else np.zeros(len(phrases), np.float32)
     per_rule = np.zeros(index.n_rules, np.float32)
-    for words, rule, sim in zip(index.wta_keywords, index.wta_rule, sims, strict=True):
+    keywords_of = index.wta_keywords
+    for phrase, sim in zip(phrases, sims, strict=True):
+        words = keywords_of[phrase]
+        rule = int(index.wta_rule[phrase])
         lexical = len(words & terms) / max(1, min(len(words), 4))
-        semantic = (float(sim) - 0.3) / 0.4
-        per_rule[rule] = max(per_rule[rule], semantic, lexical)
+        per_rule[rule] = max(per_rule[rule], (float(sim) - 0.3) / 0.4, lexical)
     return np.clip(per_rule[rules], 0.0, 1.0)
 
 

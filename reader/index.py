@@ -134,6 +134,11 @@ class Index:
         """Keyword sets of every when_to_apply phrase, aligned with ``wta_rule``."""
         return [set(keywords(phrase)) for rule in self.rules() for phrase in rule.when_to_apply]
 
+    @cached_property
+    def directive_positions(self) -> dict[str, int]:
+        """Directive id -> position (built once, on first use)."""
+        return {self.directive(i).id: i for i in range(self.n_directives)}
+
     def _decode(self, blob: np.ndarray, offsets: np.ndarray, i: int, section: str) -> list[Any]:
         start, end = int(offsets[i]), int(offsets[i + 1])
         try:
