@@ -217,6 +217,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAIL if failures else EXIT_OK
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``ruledex diff``."""
+    from .diff import diff_indexes, to_markdown
+    from .index import Index
+
+    with Index(Path(args.old)) as old, Index(Path(args.new)) as new:
+        result = diff_indexes(old, new)
+    if args.json:
+        _print_json(result)
+    else:
+        print(to_markdown(result), end="")
+    return EXIT_FAIL if args.exit_code and result["changed"] else EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``ruledex serve``: the MCP server (imports the MCP SDK only here)."""
     from .server import serve
@@ -311,6 +325,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser(
+        "diff",
+        help="what changed between two indexes: rules and directives added, removed, reworded, re-graded",
+        formatter_class=raw,
+        description="Compare two index files. Markdown output is ready to post as a pull-request comment; "
+        "--json gives every change with directive ids.",
+        epilog="Example: ruledex diff dist/rules-v1.1.0.ruledex dist/rules-v1.2.0.ruledex > diff.md",
+    )
+    p.add_argument("old", help="the index before the change")
+    p.add_argument("new", help="the index after the change")
+    p.add_argument("--json", action="store_true", help="print the changes as JSON")
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when anything changed (like git diff --exit-code)")
+    p.set_defaults(run=cmd_diff)
 
     p = sub.add_parser(
         "detect",

@@ -7,6 +7,7 @@ clear error, never a crash. No match and an empty index are answers with a diagn
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, fields
 from typing import Any
@@ -276,7 +277,11 @@ def query_directives(
         max_items=opts.maxItems,
         breadcrumbs=opts.includeBreadcrumbs,
         rationale=opts.includeRationale,
+        today=dt.date.today().isoformat(),
     )
+    stale = [c["id"] for c in rendered.citations if c["stale"]]
+    if stale:
+        notes.append(f"{len(stale)} cited directive(s) come from rules past their review date: {', '.join(stale)}")
     timings["format"] = time.perf_counter() - t0
     stats = {"searched": got.searched, "considered": len(got.ids), "selected": len(rendered.citations)}
     scores = [dict(id=c["id"], **breakdowns[c["id"]]) for c in rendered.citations if c["id"] in breakdowns]

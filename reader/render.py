@@ -4,7 +4,8 @@ Pure: takes ranked items, returns the block, the citations and what was left out
 first :data:`GUARANTEED_MUST` MUST directives are always included, even past the budget; every
 other item is added in rank order while the block stays within budget and ``max_items``. Items
 are shown MUST first, then SHOULD, then MAY, each group in rank order; citations list the same items
-in rank order (most relevant first), which is what a program consuming them wants.
+in rank order (most relevant first), which is what a program consuming them wants. Directives of
+rules past their ``expires`` date are marked stale in the block and in their citation.
 """
 
 from __future__ import annotations
@@ -46,18 +47,24 @@ def breadcrumb(item: Item) -> str:
     return " > ".join([item.rule.title, *item.directive.section])
 
 
-def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool) -> str:
+def is_stale(item: Item, today: str) -> bool:
+    """A directive is stale when its rule's ``expires`` date (YYYY-MM-DD) is before ``today``."""
+    return bool(item.rule.expires) and item.rule.expires < today
+
+
+def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool, today: str = "") -> str:
     """The markdown for one directive (one line, plus an optional rationale line)."""
     d = item.directive
     text = d.text.replace("\n", " ").strip()
     where = f" — _{breadcrumb(item)}_" if breadcrumbs else ""
-    line = f"- **{d.severity}** {text}{where} `[{d.id}]`"
+    stale = f" _(stale: review was due {item.rule.expires})_" if today and is_stale(item, today) else ""
+    line = f"- **{d.severity}** {text}{where} `[{d.id}]`{stale}"
     if rationale and d.rationale:
         line += f"\n  Why: {d.rationale}"
     return line + "\n"
 
 
-def citation(item: Item) -> dict[str, Any]:
+def citation(item: Item, today: str = "") -> dict[str, Any]:
     """The structured citation of one directive."""
     out = {
         "id": item.directive.id,
@@ -69,6 +76,7 @@ def citation(item: Item) -> dict[str, Any]:
         "line": item.directive.line,
         "commit": item.commit,
         "score": round(item.score, 3),
+        "stale": bool(today) and is_stale(item, today),
     }
     if item.index_name:
         out["index"] = item.index_name
@@ -84,9 +92,10 @@ def render(
     max_items: int,
     breadcrumbs: bool = True,
     rationale: bool = False,
+    today: str = "",
 ) -> Rendered:
     """Choose and format items under the budget; never drops anything without saying so."""
-    lines = {id(item): item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale) for item in ranked}
+    lines = {id(item): item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale, today=today) for item in ranked}
     cost = {key: count_tokens(text) for key, text in lines.items()}
     # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
     used = count_tokens(header) + count_tokens(footer)
@@ -112,4 +121,4 @@ def render(
     body = "".join(lines[id(item)] for item in shown)
     block = f"{header}{body}{footer}"
     by_rank = sorted(chosen, key=lambda it: rank_of[id(it)])
-    return Rendered(block, [citation(item) for item in by_rank], count_tokens(block), omitted, by_rank)
+    return Rendered(block, [citation(item, today) for item in by_rank], count_tokens(block), omitted, by_rank)

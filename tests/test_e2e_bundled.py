@@ -125,3 +125,31 @@ def test_empty_rules_folder_builds_an_empty_index(tmp_path: Path) -> None:
     assert answer["citations"] == []
     assert "index is empty" in answer["diagnostics"]["notes"][0]
     assert "empty" in answer["context_block"]
+
+
+def test_directives_of_expired_rules_are_marked_stale(tmp_path: Path) -> None:
+    from ruledex.builder.build import build
+
+    from .conftest import rule_doc, write_rules
+
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "old.md": rule_doc(
+                "## S\n\n- [MUST] Paginate every list endpoint with a maximum page size.",
+                id="old",
+                extra="expires: 2020-01-01\n",
+            ),
+            "new.md": rule_doc(
+                "## S\n\n- [MUST] Version every public endpoint in the URL path.",
+                id="new",
+                extra="expires: 2999-01-01\n",
+            ),
+        },
+    )
+    with Index(build(rules, tmp_path / "s.ruledex").path) as idx:
+        result = query_directives(idx, "Add a paginated list endpoint with versioning", options={"strictLayer": False})
+    stale = {c["rule"]: c["stale"] for c in result["citations"]}
+    assert stale == {"old": True, "new": False}
+    assert "_(stale: review was due 2020-01-01)_" in result["context_block"]
+    assert any("past their review date" in n for n in result["diagnostics"]["notes"])

@@ -1,0 +1,64 @@
+"""`ruledex diff`: what a reviewer of a rules pull request needs to see."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ruledex.builder.build import build
+from ruledex.reader.cli import main
+
+from .conftest import rule_doc, write_rules
+
+BEFORE = """
+## Input
+- [SHOULD] Validate request bodies against a schema.
+- [MUST] Reject unknown fields with 400.
+- [MAY] Log rejected payloads without personal data.
+
+## Output
+- [MUST] Use one error format across the API.
+"""
+
+
+def _index(folder: Path, body: str, extra: dict[str, str] | None = None) -> Path:
+    files = {"api.md": rule_doc(body, id="api")} | (extra or {})
+    rules = write_rules(folder / "rules", files)
+    return build(rules, folder / "x.ruledex").path
+
+
+def test_diff_reports_every_kind_of_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _index(tmp_path / "a", BEFORE)
+    after = (
+        BEFORE.replace("[SHOULD] Validate request bodies", "[MUST] Validate request bodies")
+        .replace("Reject unknown fields with 400.", "Reject unknown or duplicate fields with 400.")
+        .replace("- [MAY] Log rejected payloads without personal data.\n", "")
+        .replace("## Output\n", "## Output\n- [SHOULD] Include a request id in every error.\n")
+    )
+    new = _index(tmp_path / "b", after, {"ops.md": rule_doc("## Run\n\n- [MUST] Pin base images by digest.", id="ops")})
+    assert main(["diff", str(old), str(new), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    d = result["directives"]
+    assert [x["id"] for x in d["severity"]] == ["api#input-1"]
+    assert d["severity"][0]["old"] == "SHOULD" and d["severity"][0]["new"] == "MUST"
+    assert [x["id"] for x in d["reworded"]] == ["api#input-2"]
+    assert [x["id"] for x in d["removed"]] == ["api#input-3"]
+    assert {x["id"] for x in d["added"]} == {"api#output-1", "ops#run-1"}
+    assert d["moved"] == [{"from": "api#output-1", "to": "api#output-2"}]
+    assert result["rules"]["added"] == ["ops"]
+    assert main(["diff", str(old), str(new)]) == 0
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("## Rules diff: ")
+    for heading in ("### Added", "### Removed", "### Severity changed", "### Reworded", "### Moved"):
+        assert heading in markdown
+    assert "SHOULD → **MUST**" in markdown
+
+
+def test_identical_indexes_have_no_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _index(tmp_path / "a", BEFORE)
+    assert main(["diff", str(old), str(old), "--exit-code"]) == 0
+    assert "No rule or directive changed." in capsys.readouterr().out
+    new = _index(tmp_path / "b", BEFORE.replace("[MAY]", "[SHOULD]"))
+    assert main(["diff", str(old), str(new), "--exit-code"]) == 1
