@@ -50,7 +50,7 @@ def _print_json(value: object) -> None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
-    from .query import query_directives
+    from .query import query_indexes
 
     options: dict[str, Any] = {
         "maxItems": args.max_items,
@@ -67,8 +67,15 @@ def cmd_query(args: argparse.Namespace) -> int:
         options["includeRationale"] = True
     if args.explain:
         options["includeDiagnostics"] = True
-    with _open(args) as index:
-        result = query_directives(index, args.task, args.mode, options)
+    from .index import Index
+
+    paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
+    indexes = [Index(p) for p in paths]
+    try:
+        result = query_indexes(indexes, args.task, args.mode, options)
+    finally:
+        for index in indexes:
+            index.close()
     if args.json:
         _print_json(result)
     else:
@@ -269,7 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog='Example: ruledex query "Add a login button to the header" --max-items 5',
     )
     p.add_argument("task", help="the task, in the words you would give the assistant")
-    _add_index(p)
+    p.add_argument(
+        "--index",
+        action="append",
+        help="index file; repeat to layer several (organisation, team, project): all answer at once, "
+        "project-scoped rules first (default: the newest *.ruledex in ./dist)",
+    )
     p.add_argument("--json", action="store_true", help="print {context_block, citations, diagnostics} as JSON")
     p.add_argument("--max-items", type=int, default=8, help="directives to show, clamped to 3-12 (default: 8)")
     p.add_argument("--token-budget", type=int, default=900, help="token budget of the block (default: 900)")

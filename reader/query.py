@@ -166,45 +166,37 @@ def _footer(index: Index) -> str:
     return f"\n_Source: {' '.join(parts)} (ruledex index)_\n"
 
 
-def query_directives(
+@dataclass
+class Ranked:
+    """One index's ranked candidates for a task, before rendering."""
+
+    index: Index
+    det: Detection
+    layer: str | None
+    topics: tuple[str, ...]
+    items: list[Item]
+    breakdowns: dict[tuple[str, str], dict[str, float]]
+    notes: list[str]
+    considered: int
+    timings: dict[str, float]
+
+
+SCOPE_BOOST: dict[str, float] = {"global": 0.0, "team": 1.0, "project": 2.0}
+"""Added to a directive's score by its rule's scope: a project's own rule outranks an organisation's
+rule on the same topic when several indexes are layered."""
+
+
+def rank_task(
     index: Index,
     task: str,
-    mode: str | None = None,
-    options: QueryOptions | dict[str, Any] | None = None,
-    *,
+    mode: str | None,
+    opts: QueryOptions,
     weights: RankWeights = DEFAULT_WEIGHTS,
-) -> dict[str, Any]:
-    """Answer a task with the directives that matter: ``{context_block, citations, diagnostics}``."""
-    started = time.perf_counter()
-    opts = options if isinstance(options, QueryOptions) else QueryOptions.from_dict(options)
-    mode = check_mode(mode)
-    if not isinstance(task, str) or not task.strip():
-        raise ValueError("taskDescription: must be a non-empty string describing the task")
-    notes: list[str] = []
-    if len(task) > MAX_TASK_CHARS:
-        notes.append(f"taskDescription truncated from {len(task)} to {MAX_TASK_CHARS} characters")
-        task = task[:MAX_TASK_CHARS]
+    index_name: str = "",
+) -> Ranked:
+    """Detect, retrieve, filter and rank one index's directives for a task (no rendering)."""
     timings: dict[str, float] = {}
-    if index.n_directives == 0:
-        det = detect(task, mode)
-        return _answer(
-            index,
-            det,
-            det.layer,
-            det.topics,
-            Rendered(
-                _header(det, det.layer, det.topics)
-                + "_The rule index is empty: it holds no directives. Add rule documents and rebuild it._\n",
-                [],
-                0,
-            ),
-            ["index is empty: no rules to apply", *notes],
-            {"searched": 0, "considered": 0, "selected": 0},
-            started,
-            timings,
-            opts,
-            [],
-        )
+    notes: list[str] = []
     t0 = time.perf_counter()
     qvec = index.encoder.encode_one(task)
     terms = expand(keywords(task))
@@ -218,8 +210,7 @@ def query_directives(
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    matched = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN)
-    keep = matched.copy()
+    keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN)
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
@@ -233,36 +224,114 @@ def query_directives(
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
     got = Retrieval(got.ids[keep], got.bm25[keep], got.cosine[keep], got.searched)
-    ranked: list[Item] = []
-    breakdowns: dict[str, dict[str, float]] = {}
+    items: list[Item] = []
+    breakdowns: dict[tuple[str, str], dict[str, float]] = {}
     if len(got.ids):
-        feats = features(
-            index,
-            got,
-            topic_strengths(det, topics, opts.topicsBias),
-            layer,
-            qvec,
-            set(terms),
-            trust=1.0 if opts.layer else det.confidence,
-        )
-        scored = score(feats, weights)
+        strengths = topic_strengths(det, topics, opts.topicsBias)
+        trust = 1.0 if opts.layer else det.confidence
+        scored = score(features(index, got, strengths, layer, qvec, set(terms), trust=trust), weights)
         positions = order(scored.total, got.ids)
         head = positions[: max(4 * opts.maxItems, 24)]
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
         for rank, pos in enumerate(head):
-            did = int(got.ids[pos])
-            directive = index.directive(did)
+            directive = index.directive(int(got.ids[pos]))
             if rank in dupes:
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
-            ranked.append(Item(directive, index.rule(directive.rule), float(scored.total[pos]), commit=index.commit))
-            breakdowns[directive.id] = scored.row(int(pos))
-    ranked = spread_rules(ranked, max(3, opts.maxItems // 2))
+            rule = index.rule(directive.rule)
+            total = float(scored.total[pos]) + SCOPE_BOOST.get(rule.scope, 0.0)
+            items.append(Item(directive, rule, total, index_name=index_name, commit=index.commit))
+            breakdowns[(index_name, directive.id)] = scored.row(int(pos))
     timings["rank"] = time.perf_counter() - t0
+    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings)
+
+
+def _prepare(
+    task: object, mode: str | None, options: QueryOptions | dict[str, Any] | None
+) -> tuple[str, str | None, QueryOptions, list[str]]:
+    """Validate the request; truncate an oversized task (and say so)."""
+    opts = options if isinstance(options, QueryOptions) else QueryOptions.from_dict(options)
+    mode = check_mode(mode)
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("taskDescription: must be a non-empty string describing the task")
+    notes = []
+    if len(task) > MAX_TASK_CHARS:
+        notes.append(f"taskDescription truncated from {len(task)} to {MAX_TASK_CHARS} characters")
+        task = task[:MAX_TASK_CHARS]
+    return task, mode, opts, notes
+
+
+def query_directives(
+    index: Index,
+    task: str,
+    mode: str | None = None,
+    options: QueryOptions | dict[str, Any] | None = None,
+    *,
+    weights: RankWeights = DEFAULT_WEIGHTS,
+) -> dict[str, Any]:
+    """Answer a task with the directives that matter: ``{context_block, citations, diagnostics}``."""
+    return query_indexes([index], task, mode, options, weights=weights)
+
+
+def query_indexes(
+    indexes: list[Index],
+    task: str,
+    mode: str | None = None,
+    options: QueryOptions | dict[str, Any] | None = None,
+    *,
+    weights: RankWeights = DEFAULT_WEIGHTS,
+) -> dict[str, Any]:
+    """Answer from several layered indexes at once (organisation, team, project), or from one.
+
+    Each index is ranked on its own; the candidates are merged by score (with the scope boost), and
+    with more than one index every citation names the index it came from.
+    """
+    started = time.perf_counter()
+    task, mode, opts, notes = _prepare(task, mode, options)
+    layered = len(indexes) > 1
+    names = [str(ix.manifest.get("name") or ix.path.stem) if layered else "" for ix in indexes]
+    results = [
+        rank_task(ix, task, mode, opts, weights, name)
+        for ix, name in zip(indexes, names, strict=True)
+        if ix.n_directives
+    ]
+    searched = sum(ix.n_directives for ix in indexes)
+    if not results:
+        det = detect(task, mode)
+        empty = Rendered(
+            _header(det, det.layer, det.topics)
+            + "_The rule index is empty: it holds no directives. Add rule documents and rebuild it._\n",
+            [],
+            0,
+        )
+        stats = {"searched": 0, "considered": 0, "selected": 0}
+        return _answer(
+            det,
+            det.layer,
+            det.topics,
+            empty,
+            ["index is empty: no rules to apply", *notes],
+            stats,
+            started,
+            {},
+            opts,
+            [],
+        )
+    lead = max(results, key=lambda r: r.det.confidence)
+    timings: dict[str, float] = {}
+    for r in results:
+        notes.extend(r.notes)
+        for stage, seconds in r.timings.items():
+            timings[stage] = timings.get(stage, 0.0) + seconds
     t0 = time.perf_counter()
+    position = {name: i for i, name in enumerate(names)}
+    merged = sorted(
+        (it for r in results for it in r.items), key=lambda it: (-it.score, position[it.index_name], it.directive.id)
+    )
+    ranked = spread_rules(merged, max(3, opts.maxItems // 2))
     header_note = ""
     if not ranked:
-        ranked = _core_items(index, opts)
+        ranked = [it for r in results for it in _core_items(r.index, opts, r.index.path.stem if layered else "")]
         header_note = "no specific match; core rules"
         notes.append(
             "no specific match for this task: showing the index's core rules"
@@ -271,8 +340,8 @@ def query_directives(
         )
     rendered = render(
         ranked,
-        header=_header(det, layer, topics, header_note),
-        footer=_footer(index),
+        header=_header(lead.det, lead.layer, lead.topics, header_note),
+        footer="".join(_footer(r.index) for r in results),
         token_budget=opts.tokenBudget,
         max_items=opts.maxItems,
         breadcrumbs=opts.includeBreadcrumbs,
@@ -283,9 +352,18 @@ def query_directives(
     if stale:
         notes.append(f"{len(stale)} cited directive(s) come from rules past their review date: {', '.join(stale)}")
     timings["format"] = time.perf_counter() - t0
-    stats = {"searched": got.searched, "considered": len(got.ids), "selected": len(rendered.citations)}
-    scores = [dict(id=c["id"], **breakdowns[c["id"]]) for c in rendered.citations if c["id"] in breakdowns]
-    return _answer(index, det, layer, topics, rendered, notes, stats, started, timings, opts, scores)
+    stats = {
+        "searched": searched,
+        "considered": sum(r.considered for r in results),
+        "selected": len(rendered.citations),
+    }
+    breakdowns = {key: row for r in results for key, row in r.breakdowns.items()}
+    scores = [
+        dict(id=c["id"], **breakdowns[(c.get("index", ""), c["id"])])
+        for c in rendered.citations
+        if (c.get("index", ""), c["id"]) in breakdowns
+    ]
+    return _answer(lead.det, lead.layer, lead.topics, rendered, notes, stats, started, timings, opts, scores)
 
 
 def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:
@@ -294,18 +372,19 @@ def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:
     One strongly matching rule should not fill the whole block: the next rules' best directives come
     first. Nothing is dropped; the moved items still fill any room left.
     """
-    seen: dict[int, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     head, tail = [], []
     for item in ranked:
-        seen[item.directive.rule] = seen.get(item.directive.rule, 0) + 1
-        (head if seen[item.directive.rule] <= per_rule else tail).append(item)
+        key = (item.index_name, item.rule.id)
+        seen[key] = seen.get(key, 0) + 1
+        (head if seen[key] <= per_rule else tail).append(item)
     return head + tail
 
 
-def _core_items(index: Index, opts: QueryOptions) -> list[Item]:
+def _core_items(index: Index, opts: QueryOptions, index_name: str = "") -> list[Item]:
     """Directives of core rules, MUST first, in document order (the no-match answer)."""
     items = [
-        Item(d, index.rule(int(r)), 0.0, commit=index.commit)
+        Item(d, index.rule(int(r)), 0.0, index_name=index_name, commit=index.commit)
         for r in np.flatnonzero(index.rule_core)
         for d in index.directives_of(int(r))
         if not opts.severityFilter or d.severity in opts.severityFilter
@@ -314,7 +393,6 @@ def _core_items(index: Index, opts: QueryOptions) -> list[Item]:
 
 
 def _answer(
-    index: Index,
     det: Detection,
     layer: str | None,
     topics: tuple[str, ...],
