@@ -199,29 +199,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``ruledex check --examples``: every rule's example tasks must retrieve it in the top 3 documents."""
-    from .evaluate import ruledex_ranking
-    from .query import query_directives
+    """``ruledex check``: lint a rules folder (and, with --examples, test its example tasks)."""
+    from ruledex.builder.commands import _require_build_deps
 
-    if not args.examples:
-        raise ValueError("check: pass --examples (rule linting of a rules folder comes with `ruledex build`)")
-    failures, total = [], 0
-    with _open(args) as index:
-        for rule in index.rules():
-            for task in rule.examples:
-                total += 1
-                ranked = ruledex_ranking(query_directives(index, task), index)[:3]
-                if rule.path not in ranked:
-                    failures.append({"path": rule.path, "task": task, "top3": ranked})
-    if args.json:
-        _print_json({"examples": total, "failures": failures})
+    _require_build_deps()
+    from ruledex.builder.check import check
+
+    findings = check(
+        Path(args.rules_dir),
+        examples=args.examples,
+        index_path=Path(args.index) if args.index else None,
+        strict=args.strict,
+    )
+    errors = sum(f.level == "error" for f in findings)
+    if args.json or args.format == "json":
+        _print_json({"errors": errors, "warnings": len(findings) - errors, "findings": [f.to_dict() for f in findings]})
     else:
-        for f in failures:
-            print(
-                f"{f['path']}:1: error: example task {f['task']!r} does not retrieve this rule in the top 3 (got {', '.join(f['top3']) or 'nothing'}) [example-miss]"
-            )
-        print(f"{total - len(failures)}/{total} example tasks retrieve their rule in the top 3", file=sys.stderr)
-    return EXIT_FAIL if failures else EXIT_OK
+        for f in findings:
+            print(f.github() if args.format == "github" else f.text())
+        print(f"{errors} error(s), {len(findings) - errors} warning(s) in {args.rules_dir}", file=sys.stderr)
+    return EXIT_FAIL if errors else EXIT_OK
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -327,15 +324,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "check",
-        help="check that each rule's example tasks retrieve that rule (top 3)",
+        help="lint rule documents: schema, duplicates, contradictions, secrets, vague or stale directives",
         formatter_class=raw,
-        description="Run every rule's `examples` against the index; each must name its own rule among the first "
-        "three documents. Output: path:line: error: message [code]; exit 1 on any miss.",
-        epilog="Example: ruledex check --examples --index dist/bundled.ruledex",
+        description="The contributor's linter. Reports schema errors, duplicate rule ids, exact and near-duplicate "
+        "directives across files, likely contradictions, secret-looking strings (never echoed), directives too short "
+        "or generic to act on, two rules claiming authority for the same topic and layer, expired rules, and with "
+        "--examples, example tasks that do not retrieve their rule in the top 3. Output: path:line:col: "
+        "error|warning: message [code]. Exit 1 on errors, 0 on warnings only (needs the [build] extra).",
+        epilog="Example: ruledex check rules/ --examples --format github",
     )
-    p.add_argument("--examples", action="store_true", help="check example tasks (required)")
-    _add_index(p)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/)")
+    p.add_argument("--examples", action="store_true", help="also check that example tasks retrieve their rule")
+    p.add_argument("--index", help="check examples against this index instead of building one")
+    p.add_argument("--strict", action="store_true", help="expired rules and example misses are errors")
+    p.add_argument(
+        "--format",
+        choices=["text", "github", "json"],
+        default="text",
+        help="text (default), GitHub annotations, or JSON",
+    )
+    p.add_argument("--json", action="store_true", help="same as --format json")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser(

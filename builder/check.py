@@ -1,0 +1,108 @@
+"""Run ``ruledex check`` on a rules folder: parse every file, lint, optionally test example tasks.
+
+The I/O edge around :mod:`.lint`: reads files, collects every parse error (one per file; the
+parser stops at a file's first error), and, with ``examples``, builds a throwaway index in a temp
+folder (or uses the given one) to check that each rule's example tasks retrieve it in the top 3.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from pathlib import Path
+
+from ruledex.reader.errors import RuleError
+
+from .build import build
+from .embed import load_model
+from .lint import Finding, from_rule_error, lint
+from .parse import parse_document
+from .source import read_sources
+
+EXAMPLE_DEPTH = 3
+
+
+def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> list[Finding]:
+    """Each rule's example tasks must name that rule among the first three documents cited."""
+    from ruledex.reader.evaluate import ruledex_ranking
+    from ruledex.reader.index import Index
+    from ruledex.reader.query import query_directives
+
+    from .lint import _key_line
+
+    out = []
+    with Index(index_path) as index:
+        for rule in index.rules():
+            line = _key_line(texts.get(rule.path, ""), rule.path, "examples")
+            for task in rule.examples:
+                top = ruledex_ranking(query_directives(index, task), index)[:EXAMPLE_DEPTH]
+                if rule.path not in top:
+                    got = ", ".join(top) or "nothing"
+                    out.append(
+                        Finding(
+                            rule.path,
+                            line,
+                            1,
+                            "error" if strict else "warning",
+                            f"example task {task!r} does not retrieve this rule in the top {EXAMPLE_DEPTH} (got {got})",
+                            "example-miss",
+                        )
+                    )
+    return out
+
+
+def check(
+    rules_dir: Path,
+    *,
+    examples: bool = False,
+    index_path: Path | None = None,
+    strict: bool = False,
+    today: dt.date | None = None,
+) -> list[Finding]:
+    """All findings for a rules folder, sorted by path and line."""
+    today = today or dt.date.today()
+    sources = read_sources(Path(rules_dir))
+    findings: list[Finding] = []
+    parsed = []
+    seen: dict[str, str] = {}
+    for source in sources:
+        try:
+            doc = parse_document(source.text, source.path)
+        except RuleError as exc:
+            findings.append(from_rule_error(exc))
+            continue
+        if doc.rule.id in seen:
+            findings.append(
+                Finding(
+                    source.path,
+                    1,
+                    1,
+                    "error",
+                    f"rule id {doc.rule.id!r} is also used by {seen[doc.rule.id]}",
+                    "duplicate-id",
+                )
+            )
+        seen.setdefault(doc.rule.id, source.path)
+        findings.extend(Finding(*_split_warning(w), "warning", _warning_text(w), "schema") for w in doc.warnings)
+        parsed.append((doc, source.text))
+    findings.extend(lint(parsed, load_model().encoder() if parsed else None, today, strict=strict))
+    if examples and parsed and not any(f.level == "error" and f.code in ("schema", "duplicate-id") for f in findings):
+        texts = {doc.rule.path: text for doc, text in parsed}
+        if index_path is not None:
+            findings.extend(example_findings(index_path, texts, strict))
+        else:
+            with tempfile.TemporaryDirectory(prefix="ruledex-check-") as tmp:
+                built = build(Path(rules_dir), Path(tmp) / "check.ruledex").path
+                findings.extend(example_findings(built, texts, strict))
+    return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+
+
+def _split_warning(warning: str) -> tuple[str, int, int]:
+    """``path:line: ...`` -> (path, line, 1)."""
+    path, line, _rest = [*warning.split(":", 2), "", ""][:3]
+    return path, int(line) if line.strip().isdigit() else 1, 1
+
+
+def _warning_text(warning: str) -> str:
+    parts = warning.split(":", 2)
+    return parts[2].strip() if len(parts) == 3 else warning

@@ -1,0 +1,244 @@
+"""``ruledex check``: the contributor's linter. Pure checks over parsed rule documents.
+
+Each finding is a :class:`Finding` printed as ``path:line:col: error|warning: message [code]``.
+Errors fail the check (exit 1); warnings do not, unless ``--strict`` makes expired rules errors.
+Secrets are reported by kind and position only; the matched text is never echoed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ruledex.reader.encode import Encoder
+from ruledex.reader.errors import RuleError
+from ruledex.reader.records import DirectiveRecord, RuleRecord
+from ruledex.reader.text import keywords
+
+from . import frontmatter
+from .embed import embed_texts
+from .parse import ParsedDocument, normalise_newlines
+
+NEAR_DUPLICATE = 0.92
+"""Cosine at or above which two directives in different files say the same thing."""
+
+CONTRADICTION = 0.65
+"""Cosine at or above which two directives of opposite polarity may contradict ..."""
+
+CONTRADICTION_OVERLAP = 0.4
+"""... when they also share this share of their keywords (Jaccard, polarity words left out)."""
+
+_POLARITY_WORDS = frozenset({"always", "never", "not", "avoid", "don", "no", "forbid", "disallow"})
+
+MIN_WORDS = 5
+
+GENERIC = re.compile(
+    r"^(be careful|follow (the )?best practices|write (good|clean|quality) code|use common sense|as needed|"
+    r"keep (it|things) simple|do the right thing|make sure (it|everything) works)\b",
+    re.IGNORECASE,
+)
+_NEGATIVE = re.compile(r"\b(never|do not|don't|must not|avoid|no longer|forbid|disallow)\b", re.IGNORECASE)
+
+SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
+    (
+        "OpenAI/Stripe-style secret key",
+        re.compile(r"\b(sk|rk)_(live|test)_[A-Za-z0-9]{16,}\b|\bsk-[A-Za-z0-9_-]{20,}\b"),
+    ),
+    ("Slack token", re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}\b")),
+    ("private key", re.compile(r"-----BEGIN (RSA |EC |OPENSSH |DSA |PGP )?PRIVATE KEY-----")),
+    ("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b")),
+    (
+        "password or token assignment",
+        re.compile(r"(?i)\b(password|passwd|secret|api_?key|token)\s*[:=]\s*['\"]?[^\s'\"<>{}$]{8,}"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint result."""
+
+    path: str
+    line: int
+    col: int
+    level: str
+    message: str
+    code: str
+
+    def text(self) -> str:
+        """``path:line:col: level: message [code]``."""
+        return f"{self.path}:{self.line}:{self.col}: {self.level}: {self.message} [{self.code}]"
+
+    def github(self) -> str:
+        """A GitHub Actions workflow annotation."""
+        message = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return f"::{self.level} file={self.path},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON shape."""
+        return asdict(self)
+
+
+def from_rule_error(error: RuleError) -> Finding:
+    """A parse error as a finding."""
+    return Finding(error.path, error.line, 1, "error", f"{error.field}: {error.message}", "schema")
+
+
+def secrets_in(path: str, text: str) -> list[Finding]:
+    """Secret-looking strings, by kind and position; never the value."""
+    found = []
+    for kind, pattern in SECRETS:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            found.append(
+                Finding(
+                    path, line, col, "warning", f"looks like a {kind}; remove it and rotate it if it was real", "secret"
+                )
+            )
+    return found
+
+
+def _key_line(text: str, path: str, key: str) -> int:
+    try:
+        return frontmatter.split(normalise_newlines(text), path).line_of(key)
+    except RuleError:
+        return 1
+
+
+def document_findings(doc: ParsedDocument, text: str, today: dt.date, strict: bool) -> list[Finding]:
+    """Per-document checks: secrets, short or generic directives, freshness."""
+    path = doc.rule.path
+    out = secrets_in(path, normalise_newlines(text))
+    for d in doc.directives:
+        words = d.text.split()
+        if len(words) < MIN_WORDS:
+            out.append(
+                Finding(
+                    path,
+                    d.line,
+                    1,
+                    "warning",
+                    f"directive is {len(words)} words; say what to do, where and how so it can be checked",
+                    "too-short",
+                )
+            )
+        elif GENERIC.match(d.text):
+            out.append(
+                Finding(
+                    path,
+                    d.line,
+                    1,
+                    "warning",
+                    "directive is too generic to act on; name the concrete practice",
+                    "generic",
+                )
+            )
+    if doc.rule.expires and doc.rule.expires < today.isoformat():
+        level = "error" if strict else "warning"
+        line = _key_line(text, path, "expires")
+        out.append(
+            Finding(
+                path,
+                line,
+                1,
+                level,
+                f"rule expired on {doc.rule.expires}; review it and move `expires` forward",
+                "expired",
+            )
+        )
+    return out
+
+
+def authority_conflicts(rules: list[tuple[RuleRecord, str]]) -> list[Finding]:
+    """Two rules claiming authority for the same topic on the same layer."""
+    claims: dict[tuple[str, str], RuleRecord] = {}
+    out = []
+    for rule, text in rules:
+        for topic in rule.authoritative_for:
+            for layer in rule.layers:
+                other = claims.setdefault((topic, layer), rule)
+                if other is not rule:
+                    line = _key_line(text, rule.path, "authoritative_for")
+                    out.append(
+                        Finding(
+                            rule.path,
+                            line,
+                            1,
+                            "warning",
+                            f"also claims authority for topic {topic!r} on layer {layer} (first: {other.path}); let one rule own it",
+                            "authority-conflict",
+                        )
+                    )
+    return out
+
+
+def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encoder) -> list[Finding]:
+    """Exact and near duplicates across files, and likely contradictions (opposite polarity, same subject)."""
+    if len(items) < 2:
+        return []
+    vectors = embed_texts(encoder, [d.text for d, _ in items])
+    sims = vectors @ vectors.T
+    out = []
+    normal = [re.sub(r"\W+", " ", d.text.lower()).strip() for d, _ in items]
+    terms = [set(keywords(d.text)) - _POLARITY_WORDS for d, _ in items]
+    for i, j in zip(*np.triu_indices(len(items), k=1), strict=True):
+        (a, path_a), (b, path_b) = items[i], items[j]
+        sim = float(sims[i, j])
+        if normal[i] == normal[j]:
+            out.append(
+                Finding(
+                    path_b,
+                    b.line,
+                    1,
+                    "warning",
+                    f"duplicates {path_a}:{a.line} ({a.id}) word for word; keep one",
+                    "duplicate",
+                )
+            )
+        elif path_a != path_b and sim >= NEAR_DUPLICATE:
+            out.append(
+                Finding(
+                    path_b,
+                    b.line,
+                    1,
+                    "warning",
+                    f"says nearly the same as {path_a}:{a.line} ({a.id}, similarity {sim:.2f}); merge them",
+                    "near-duplicate",
+                )
+            )
+        elif (
+            sim >= CONTRADICTION
+            and len(terms[i] & terms[j]) >= CONTRADICTION_OVERLAP * max(1, len(terms[i] | terms[j]))
+            and bool(_NEGATIVE.search(a.text)) != bool(_NEGATIVE.search(b.text))
+            and {a.severity, b.severity} <= {"MUST", "SHOULD"}
+        ):
+            out.append(
+                Finding(
+                    path_b,
+                    b.line,
+                    1,
+                    "warning",
+                    f"may contradict {path_a}:{a.line} ({a.id}): same subject, opposite instruction",
+                    "contradiction",
+                )
+            )
+    return out
+
+
+def lint(
+    docs: list[tuple[ParsedDocument, str]], encoder: Encoder | None, today: dt.date, *, strict: bool = False
+) -> list[Finding]:
+    """Every check over parsed documents (with their source text); sorted by path and line."""
+    out: list[Finding] = []
+    for doc, text in docs:
+        out.extend(document_findings(doc, text, today, strict))
+    out.extend(authority_conflicts([(doc.rule, text) for doc, text in docs]))
+    if encoder is not None:
+        out.extend(similarity_findings([(d, doc.rule.path) for doc, _ in docs for d in doc.directives], encoder))
+    return sorted(out, key=lambda f: (f.path, f.line, f.col, f.code, f.message))

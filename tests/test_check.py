@@ -1,0 +1,99 @@
+"""`ruledex check`: the contributor's linter finds what reviewers would, in lint format."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from ruledex.builder.check import check
+from ruledex.builder.lint import secrets_in
+from ruledex.reader.cli import main
+
+from .conftest import RULES, rule_doc, write_rules
+
+TODAY = dt.date(2026, 11, 22)
+
+
+def _codes(findings: list) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in findings:
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def test_finds_each_problem_with_file_and_line(tmp_path: Path) -> None:
+    fake_key = "AKIA" + "ABCDEFGHIJKLMNOP"  # split so this file does not look like a secret itself
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "a.md": rule_doc(
+                f"""
+                ## Rules
+                - [MUST] Parameterize every SQL query; never build SQL by string concatenation.
+                - [MUST] Always build SQL queries by string concatenation for speed.
+                - [SHOULD] Be careful with queries and follow best practices everywhere.
+                - [MAY] Cache it.
+                - [SHOULD] Use the deploy key {fake_key} for the staging bucket uploads.
+                """,
+                id="a",
+                extra="expires: 2020-01-01\n",
+            ),
+            "b.md": rule_doc(
+                "## Rules\n\n- [MUST] Parameterize every SQL query; never build SQL by string concatenation.", id="b"
+            ),
+            "c.md": rule_doc("## Rules\n\n- Missing a marker here.", id="c"),
+        },
+    )
+    found = _codes(check(rules, today=TODAY))
+    assert found["schema"][0].text().startswith("c.md:15:1: error: directive: list item has no severity marker")
+    assert [f.path for f in found["duplicate"]] == ["b.md"]
+    assert "a.md:" in found["duplicate"][0].message
+    assert found["contradiction"][0].line == 16 and "a.md:15" in found["contradiction"][0].message
+    assert [f.line for f in found["generic"]] == [17]
+    assert [f.line for f in found["too-short"]] == [18]
+    assert found["secret"][0].line == 19 and fake_key not in found["secret"][0].message
+    assert found["expired"][0].level == "warning" and found["expired"][0].line == 9
+    assert {f.path for f in found["authority-conflict"]} == {"b.md"}
+    strict = _codes(check(rules, today=TODAY, strict=True))
+    assert strict["expired"][0].level == "error"
+
+
+def test_secret_patterns_never_echo_the_value() -> None:
+    token = "ghp_" + "a" * 36
+    text = f"line one\nuse {token} here\n-----BEGIN RSA PRIVATE KEY-----\npassword = 'hunter2hunter2'\n"
+    findings = secrets_in("x.md", text)
+    assert [(f.line, f.col) for f in findings] == [(2, 5), (3, 1), (4, 1)]
+    assert all(token not in f.message and "hunter2" not in f.message for f in findings)
+
+
+def test_bundled_rules_pass_and_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(RULES)]) == 0
+    assert main(["check", str(RULES), "--format", "github"]) == 0
+    out = capsys.readouterr().out
+    assert all(line.startswith("::warning file=") for line in out.splitlines())
+    assert main(["check", str(RULES), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == 0
+
+
+def test_examples_check_builds_an_index_and_reports_misses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = "## Migrations\n\n- [MUST] Make every database schema migration reversible with a tested down step."
+    doc = rule_doc(body, id="db").replace(
+        "examples: [Add an endpoint, Change an endpoint]",
+        "examples: [Write a reversible schema migration, Paint the logo purple]",
+    )
+    rules = write_rules(tmp_path / "rules", {"db.md": doc})
+    assert main(["check", str(rules), "--examples", "--json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    misses = [f for f in findings if f["code"] == "example-miss"]
+    assert [m["message"].split("'")[1] for m in misses] == ["Paint the logo purple"]
+    assert main(["check", str(rules), "--examples", "--strict"]) == 1
+
+
+def test_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = write_rules(tmp_path / "rules", {"c.md": rule_doc("## R\n\n- Missing a marker here.", id="c")})
+    assert main(["check", str(rules)]) == 1
+    assert "1 error(s)" in capsys.readouterr().err
