@@ -72,7 +72,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
-        result = query_indexes(indexes, args.task, args.mode, options)
+        result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
     finally:
         for index in indexes:
             index.close()
@@ -87,15 +87,19 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
+    from .llm import llm_detect, merge
+
+    llm = _llm(args)
+    answer = llm_detect(args.text, llm) if llm is not None else None
     if args.index or list(Path("dist").glob(f"*{SUFFIX}")):
         from .query import check_mode, detect_in_index
 
         with _open(args) as index:
-            found = detect_in_index(index, args.text, check_mode(args.mode)).to_dict()
+            found = detect_in_index(index, args.text, check_mode(args.mode), llm_answer=answer).to_dict()
     else:
         from .detect import detect
 
-        found = detect(args.text, args.mode).to_dict()
+        found = merge(detect(args.text, args.mode), answer).to_dict()
     if args.json:
         _print_json(found)
     else:
@@ -244,6 +248,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
+def _llm(args: argparse.Namespace) -> Any:
+    from .llm import LLMConfig
+
+    return LLMConfig.from_flags(args.llm_url, args.llm_model, args.llm_api)
+
+
+def _add_llm(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("local model detector (optional; default: off, or $RULEDEX_LLM_URL)")
+    g.add_argument("--llm-url", help="Ollama (http://localhost:11434) or OpenAI-compatible (.../v1) endpoint")
+    g.add_argument("--llm-model", help="model name (or $RULEDEX_LLM_MODEL)")
+    g.add_argument("--llm-api", choices=["ollama", "openai"], help="API flavour (default: from the URL)")
+
+
 def _add_index(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", help="index file (default: the newest *.ruledex in ./dist)")
 
@@ -289,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-strict-layer", action="store_true", help="boost the detected layer instead of filtering by it")
     p.add_argument("--rationale", action="store_true", help="add each directive's one-line rationale")
     p.add_argument("--explain", action="store_true", help="include score breakdowns (in --json, or on stderr)")
+    _add_llm(p)
     p.set_defaults(run=cmd_query)
 
     p = sub.add_parser(
@@ -371,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index(p)
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode")
     p.add_argument("--json", action="store_true", help="print the detect_context tool output as JSON")
+    _add_llm(p)
     p.set_defaults(run=cmd_detect)
 
     p = sub.add_parser(

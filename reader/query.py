@@ -17,6 +17,7 @@ import numpy as np
 from .detect import MODES, Detection, detect, expand
 from .features import features, topic_strengths
 from .index import Index
+from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
@@ -132,14 +133,15 @@ def detect_in_index(
     mode: str | None,
     query_vector: np.ndarray | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
+    llm_answer: LLMAnswer | None = None,
 ) -> Detection:
-    """Run detection with the index's learnt tables (and retrieval feedback when given)."""
+    """Run detection with the index's learnt tables, retrieval feedback and a local model's answer."""
     if query_vector is None and index.n_directives:
         query_vector = index.encoder.encode_one(text)
     if feedback is None and index.n_directives:
         terms = expand(keywords(text))
         feedback = feedback_votes(index, retrieve(index, terms, [1.0] * len(terms), query_vector))
-    return detect(
+    found = detect(
         text,
         mode,
         query_vector=query_vector,
@@ -148,6 +150,7 @@ def detect_in_index(
         learnt=index.detect_terms if index.n_directives else None,
         feedback=feedback,
     )
+    return merge(found, llm_answer)
 
 
 def _header(det: Detection, layer: str | None, topics: tuple[str, ...], note: str = "") -> str:
@@ -193,6 +196,7 @@ def rank_task(
     opts: QueryOptions,
     weights: RankWeights = DEFAULT_WEIGHTS,
     index_name: str = "",
+    llm_answer: LLMAnswer | None = None,
 ) -> Ranked:
     """Detect, retrieve, filter and rank one index's directives for a task (no rendering)."""
     timings: dict[str, float] = {}
@@ -205,7 +209,7 @@ def rank_task(
     got = retrieve(index, terms, term_weights, qvec)
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    det = detect_in_index(index, task, mode, qvec, feedback=feedback_votes(index, got))
+    det = detect_in_index(index, task, mode, qvec, feedback=feedback_votes(index, got), llm_answer=llm_answer)
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
@@ -268,9 +272,10 @@ def query_directives(
     options: QueryOptions | dict[str, Any] | None = None,
     *,
     weights: RankWeights = DEFAULT_WEIGHTS,
+    llm: LLMConfig | None = None,
 ) -> dict[str, Any]:
     """Answer a task with the directives that matter: ``{context_block, citations, diagnostics}``."""
-    return query_indexes([index], task, mode, options, weights=weights)
+    return query_indexes([index], task, mode, options, weights=weights, llm=llm)
 
 
 def query_indexes(
@@ -280,6 +285,7 @@ def query_indexes(
     options: QueryOptions | dict[str, Any] | None = None,
     *,
     weights: RankWeights = DEFAULT_WEIGHTS,
+    llm: LLMConfig | None = None,
 ) -> dict[str, Any]:
     """Answer from several layered indexes at once (organisation, team, project), or from one.
 
@@ -288,16 +294,19 @@ def query_indexes(
     """
     started = time.perf_counter()
     task, mode, opts, notes = _prepare(task, mode, options)
+    answer = llm_detect(task, llm) if llm is not None else None
+    if llm is not None and answer is None:
+        notes.append("local model detector gave no usable answer; used the built-in detector")
     layered = len(indexes) > 1
     names = [str(ix.manifest.get("name") or ix.path.stem) if layered else "" for ix in indexes]
     results = [
-        rank_task(ix, task, mode, opts, weights, name)
+        rank_task(ix, task, mode, opts, weights, name, answer)
         for ix, name in zip(indexes, names, strict=True)
         if ix.n_directives
     ]
     searched = sum(ix.n_directives for ix in indexes)
     if not results:
-        det = detect(task, mode)
+        det = merge(detect(task, mode), answer)
         empty = Rendered(
             _header(det, det.layer, det.topics)
             + "_The rule index is empty: it holds no directives. Add rule documents and rebuild it._\n",
