@@ -371,8 +371,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(path: Path) -> dict[str, Any]:
+def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     """Fully check an index: structure, each section's CRC-32, and the sidecar if present.
+
+    ``check_sidecar=False`` skips the sidecar comparison: a server reloading a file that was just
+    replaced may see the new index before its new sidecar lands (they are two atomic renames).
 
     Returns a report ``{path, sha256, sidecar, sections, format_version}``; raises
     :class:`ArtifactError` naming the first problem.
@@ -393,7 +396,7 @@ def verify(path: Path) -> dict[str, Any]:
     sha = file_sha256(path)
     side = sidecar_path(path)
     sidecar = "absent"
-    if side.exists():
+    if check_sidecar and side.exists():
         expected = side.read_text(encoding="utf-8").split()[0] if side.read_text(encoding="utf-8").strip() else ""
         if expected != sha:
             raise _fail(

@@ -1,0 +1,163 @@
+"""The opt-in query log of ``ruledex serve --log-queries FILE``: one JSON line per tool call.
+
+Each line records when, which tool, the task text with secrets and e-mail addresses masked, what
+was detected (layer, topics), which directives were cited and how long the call took. The log is
+off by default, is written only to the named file (never to stdout, which carries the protocol
+on stdio) and is created readable by its owner only, since task texts can be sensitive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+MAX_LOGGED_CHARS = 8000
+"""Logged texts are cut here (the query truncates tasks at the same length)."""
+
+_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private-key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
+    ("api-key", re.compile(r"\b(?:sk|pk|rk)[-_](?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{8,}")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("aws-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{12,}\b")),
+    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_-]{20,}")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("url-credentials", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
+)
+"""Token shapes that are secrets wherever they appear."""
+
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,}")
+"""``Authorization: Bearer <token>``: the scheme stays, the credential goes."""
+
+_SECRET_NAME = (
+    r"(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|client[_-]?secret|credentials?|auth)(?:[_-][a-z0-9]+)*"
+)
+_ASSIGNMENT = re.compile(
+    rf"(?i)\b({_SECRET_NAME})([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+    r"|\b((?:my |the )?(?:password|passphrase|pwd) is\s+)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+)
+"""``password=hunter2``, ``API_KEY: abc``, ``"token": "x"``, ``my password is x``: the name stays, the value goes."""
+
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return f"{match.group(1)}{match.group(2)}[secret]"
+    return f"{match.group(4)}[secret]"
+
+
+def mask_secrets(text: str) -> str:
+    """Replace secrets and e-mail addresses in ``text`` with ``[kind]`` placeholders (pure)."""
+    for kind, pattern in _SECRET_PATTERNS:
+        text = pattern.sub(f"[{kind}]", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret]", text)
+    text = _ASSIGNMENT.sub(_mask_assignment, text)
+    return _EMAIL.sub("[email]", text)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_LOGGED_CHARS:
+        return text
+    return f"{text[:MAX_LOGGED_CHARS]}… [{len(text)} characters]"
+
+
+TEXT_ARGUMENTS = ("taskDescription", "text", "query", "domain", "names")
+"""The argument that holds a call's "task text", per tool, in lookup order."""
+
+
+def task_text(arguments: dict[str, Any]) -> str | None:
+    """The text a call was about (task, query, domain or node names), as a string."""
+    for name in TEXT_ARGUMENTS:
+        value = arguments.get(name)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        return str(value)
+    return None
+
+
+def summarise(structured: dict[str, Any] | None) -> dict[str, Any]:
+    """Detected layer, topics and cited ids from any ruledex tool's structured output."""
+    if not structured:
+        return {}
+    found = structured.get("diagnostics", structured)
+    out: dict[str, Any] = {}
+    if "detectedLayer" in found:
+        out["detectedLayer"] = found["detectedLayer"]
+        out["topics"] = list(found.get("topics", []))
+    if "citations" in structured:
+        out["cited"] = [c["id"] for c in structured["citations"]]
+    elif "results" in structured:
+        out["cited"] = [r["id"] for r in structured["results"]]
+    return out
+
+
+def log_record(
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    latency_ms: float,
+    structured: dict[str, Any] | None = None,
+    error: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """One log line as a dict: time, tool, masked task text, detection, citations, latency (pure)."""
+    text = task_text(arguments)
+    record: dict[str, Any] = {
+        "time": (now or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "tool": tool,
+        "task": None if text is None else _clip(mask_secrets(text)),
+    }
+    options = arguments.get("options")
+    mode = arguments.get("modeSlug") or (options.get("modeSlug") if isinstance(options, dict) else None)
+    if mode:
+        record["mode"] = str(mode)
+    record.update(summarise(structured))
+    record["latencyMs"] = round(latency_ms, 3)
+    record["ok"] = error is None
+    if error is not None:
+        record["error"] = _clip(mask_secrets(error))
+    return record
+
+
+_STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+
+
+class QueryLog:
+    """Appends one JSON line per call to a file; safe to use from several threads."""
+
+    def __init__(self, path: Path) -> None:
+        """Check that ``path`` can be appended to (created with mode 0600); raises :class:`ConfigError`."""
+        self.path = Path(path)
+        if str(path) in _STDOUT_NAMES:
+            raise ConfigError("--log-queries: stdout carries the MCP protocol; give a file path instead")
+        self._lock = threading.Lock()
+        try:
+            os.close(self._open())
+        except OSError as exc:
+            raise ConfigError(
+                f"--log-queries: cannot append to {self.path} ({exc.strerror}); pick a writable file"
+            ) from None
+
+    def _open(self) -> int:
+        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append ``record`` as one JSON line; raises :class:`OSError` if the file cannot be written."""
+        line = (json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+        with self._lock:
+            fd = self._open()
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)

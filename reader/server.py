@@ -1,0 +1,441 @@
+"""``ruledex serve``: the MCP server, over stdio (default) or Streamable HTTP.
+
+Thin by design: every tool validates its arguments and calls a pure reader function
+(:mod:`ruledex.reader.query`, :mod:`ruledex.reader.tools`); a bad argument becomes an ``isError``
+result that names the field and its allowed values, and the next request is served normally.
+The index is opened once (memory-mapped) before the transport starts, so a bad ``--index`` fails
+at once with a clear message; the query encoder is built on the first call, not before
+``initialize``. The served file is hot-reloaded when it is replaced (see
+:class:`~ruledex.reader.tools.IndexHolder`). Logs go to stderr; stdout carries only the protocol.
+
+This is the only module that imports the MCP SDK, so ``ruledex query`` never loads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import Resource as MCPResource
+from pydantic import Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from . import tools
+from .detect import MODES
+from .errors import RuledexError
+from .query import query_directives
+from .querylog import QueryLog, log_record
+from .shapes import (
+    DetectedContext,
+    DetectOptionsArg,
+    Domain,
+    Graph,
+    KnowledgeResults,
+    ModeSlug,
+    OpenedNodes,
+    QueryAnswer,
+    QueryOptionsArg,
+    RuleDocument,
+    RuleList,
+    TaskText,
+    enum_schema,
+)
+from .tools import IndexHolder, Loaded
+from .vocab import LAYERS, SCOPES
+
+log = logging.getLogger("ruledex.server")
+T = TypeVar("T")
+
+RESOURCE_PREFIX = "ruledex://rules/"
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_BY_PR = "Read-only: the rules live in git and change by pull request, never by tool calls."
+
+MODE_HINTS = {
+    "architect": "Before proposing a design, also read the architecture and domain rules (list_rules, get_rules).",
+    "code": "Apply the directives as you write the code and its tests.",
+    "debug": "Query with the symptom and the suspected area; the testing rules apply to the regression test you add.",
+}
+
+
+def mode_instructions(mode: str | None = None) -> str:
+    """The instruction snippet for an assistant (mode-specific when ``mode`` is given)."""
+    slug = f' and modeSlug "{mode}"' if mode else ""
+    text = (
+        f"At the start of a task, call query_directives with the full task text{slug}. Follow every MUST "
+        "directive in the returned context_block and prefer the SHOULD ones; when a rule shapes your change, cite "
+        "its id (e.g. [security#input-validation-1]). Call query_directives again when the work moves to another "
+        "layer or topic (UI, API, domain, database, tests, docs, deployment). If a directive conflicts with the "
+        "user's request, say so rather than silently ignoring either. Use get_rules to read a whole rule document. "
+        "The rules change by pull request to the rules repository, not by tool calls."
+    )
+    return f"{text} {MODE_HINTS[mode]}" if mode else text
+
+
+DESCRIPTIONS = {
+    "query_directives": (
+        "Get the project's coding rules that apply to a task: a short markdown block (context_block) of "
+        "directives, MUST first, each with its id, plus citations (rule, section, severity, source path, commit) "
+        "and diagnostics (detected layer and topics, what was left out and why). Call it at the start of every "
+        "task with the user's full task text, and again when the work moves to another layer or topic. Follow "
+        "every MUST directive. Bad options return an error naming the field and its allowed values. " + _BY_PR
+    ),
+    "detect_context": (
+        "Detect what a text is about: architecture layer (1-Presentation, 2-Application, 3-Domain, 4-Persistence, "
+        "5-Tests, 6-Docs, 7-Deployment), topics, technologies, keywords, a confidence (0-1) and alternative "
+        "layers. Use it to see how query_directives reads a task or to choose options.layer/topicsBias. Below "
+        "options.confidenceThreshold detectedLayer is null. Offline and fast."
+    ),
+    "list_rules": (
+        "List every rule document in the index: domain (use it with get_rules), title, description, layers, "
+        "topics, authoritativeFor, number of directives, version and last-updated date, plus which index "
+        "(name, version, commit) answers. " + _BY_PR
+    ),
+    "get_rules": (
+        "Fetch one whole rule document as markdown (content) with its description, version and last-updated "
+        "date. domain is a rule id or file stem from list_rules, e.g. 'security'. An unknown domain returns an "
+        "error that names the closest domains. " + _BY_PR
+    ),
+    "search_knowledge": (
+        "Search the rules like a knowledge base: individual directives ranked by relevance to query, each with "
+        "title ('Rule > Section'), content, rationale, tags (topics), scope, category (layer), severity, "
+        "priority (high/medium/low) and a score (0-1), plus totalMatches. contextTags favours topics (unknown "
+        "tags count as extra query words); scope and category filter; limit 1-20 (default 5); minConfidence "
+        "0-1 drops weaker results. Unlike query_directives, the task's layer is not enforced unless category "
+        "is given. " + _BY_PR
+    ),
+    "read_graph": (
+        "Read the whole rule index as a knowledge graph (Memory MCP shape): entities {name, entityType, "
+        "observations} of types Rule, Section, Directive, Topic and Layer, and relations {from, to, "
+        "relationType} of types contains, covers, authoritative_for and applies_to. It is large: prefer "
+        "search_nodes or open_nodes. " + _BY_PR + " There are no tools to create or delete nodes."
+    ),
+    "search_nodes": (
+        "Find knowledge-graph entities whose name, type or observations contain query (case-insensitive), with "
+        "the relations among them. Entity names: rules by id ('security'), sections 'security > Input "
+        "validation', directives 'security#input-validation-1', topics 'topic:security', layers "
+        "'layer:2-Application'. " + _BY_PR
+    ),
+    "open_nodes": (
+        "Open knowledge-graph entities by exact name (see search_nodes for the naming), with the relations "
+        "among them; names that match nothing are listed in notFound. " + _BY_PR
+    ),
+}
+
+# --------------------------------------------------------------------------------------------
+# The tools
+
+
+class RuleTools:
+    """The tool functions; each validates through the reader and answers from the current index."""
+
+    def __init__(self, holder: IndexHolder) -> None:
+        """Answer from ``holder``'s index."""
+        self.holder = holder
+
+    def _run(self, work: Callable[[Loaded], T]) -> T:
+        """Call ``work(loaded)`` on the current index; reader errors become tool errors."""
+        with self.holder.use() as loaded:
+            try:
+                return work(loaded)
+            except (ValueError, RuledexError) as exc:
+                raise ToolError(str(exc)) from exc
+
+    def query_directives(
+        self, taskDescription: TaskText, modeSlug: ModeSlug = None, options: QueryOptionsArg = None
+    ) -> Annotated[CallToolResult, QueryAnswer]:
+        """The rules that matter for a task (the text content is the markdown block itself)."""
+        answer = self._run(lambda ld: query_directives(ld.index, taskDescription, modeSlug, options))
+        return _markdown_result(answer["context_block"], answer)
+
+    def detect_context(self, text: TaskText, options: DetectOptionsArg = None) -> DetectedContext:
+        """Layer, topics, technologies and keywords of a text."""
+        return self._run(lambda ld: tools.detect_context(ld.index, text, options))
+
+    def list_rules(self) -> RuleList:
+        """Every rule document."""
+        return self._run(lambda ld: tools.list_rules(ld.index))
+
+    def get_rules(self, domain: Domain) -> Annotated[CallToolResult, RuleDocument]:
+        """One whole rule document (the text content is its markdown)."""
+        document = self._run(lambda ld: tools.get_rule(ld.index, domain))
+        return _markdown_result(document["content"], document)
+
+    def search_knowledge(
+        self,
+        query: Annotated[str, Field(description="What to look for, e.g. 'password hashing'.")],
+        contextTags: Annotated[list[str] | None, Field(description="Topics to favour, e.g. ['security'].")] = None,
+        scope: Annotated[str | None, enum_schema(SCOPES, "Only rules of this scope.")] = None,
+        category: Annotated[
+            str | None, enum_schema(LAYERS, "Only directives of this layer (or of every layer).")
+        ] = None,
+        limit: Annotated[int, Field(description="Results to return, 1-20.")] = 5,
+        minConfidence: Annotated[float, Field(description="Drop results scoring below this (0-1).")] = 0.0,
+    ) -> KnowledgeResults:
+        """Directives as knowledge entries."""
+
+        def work(ld: Loaded) -> dict[str, Any]:
+            ids = ld.cached("ids", tools.directive_ids)
+            return tools.search_knowledge(
+                ld.index,
+                query,
+                ids=ids,
+                context_tags=contextTags,
+                scope=scope,
+                category=category,
+                limit=limit,
+                min_confidence=minConfidence,
+            )
+
+        return self._run(work)
+
+    def read_graph(self) -> Graph:
+        """The whole knowledge graph."""
+        return self._run(lambda ld: ld.cached("graph", tools.build_graph))
+
+    def search_nodes(
+        self, query: Annotated[str, Field(description="Text to find in names, types and observations.")]
+    ) -> Graph:
+        """Entities matching a text."""
+        return self._run(lambda ld: tools.search_nodes(ld.cached("graph", tools.build_graph), query))
+
+    def open_nodes(
+        self, names: Annotated[list[str], Field(description="Exact entity names, e.g. ['security'].")]
+    ) -> OpenedNodes:
+        """Entities by name."""
+        return self._run(lambda ld: tools.open_nodes(ld.cached("graph", tools.build_graph), names))
+
+    def rule_document(self, domain: str) -> str:
+        """The ``ruledex://rules/{domain}`` resource: a rule as markdown."""
+        with self.holder.use() as loaded:
+            try:
+                return tools.get_rule(loaded.index, domain)["content"]
+            except ValueError as exc:
+                raise ResourceNotFoundError(str(exc)) from exc
+
+    def rule_resources(self) -> list[MCPResource]:
+        """One resource per rule document of the current index."""
+        with self.holder.use() as loaded:
+            return [
+                MCPResource(
+                    uri=f"{RESOURCE_PREFIX}{rule.id}",
+                    name=rule.id,
+                    title=rule.title,
+                    description=rule.description or None,
+                    mime_type="text/markdown",
+                )
+                for rule in loaded.index.rules()
+            ]
+
+
+TOOL_NAMES = tuple(DESCRIPTIONS)
+
+
+def _markdown_result(markdown: str, structured: dict[str, Any]) -> CallToolResult:
+    """Structured content for programs, and the markdown alone as text for the model.
+
+    The MCP spec suggests repeating the JSON as text; for the two tools whose point is a
+    token-budgeted markdown answer, the model is given that markdown instead of the JSON around it.
+    """
+    return CallToolResult(content=[TextContent(type="text", text=markdown)], structured_content=structured)
+
+
+def _argument_help(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = "|".join(prop["enum"]) if "enum" in prop else prop.get("type", "any")
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts) or "no arguments"
+
+
+def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
+    """A short, field-by-field message for arguments that do not fit a tool's input schema."""
+    problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors())
+    return f"Invalid arguments for {tool}: {problems}. {tool} takes: {_argument_help(schema)}."
+
+
+class RuledexServer(MCPServer):
+    """The ruledex MCP server: read-only tools, one resource per rule, a prompt per mode."""
+
+    def __init__(self, holder: IndexHolder, *, query_log: QueryLog | None = None) -> None:
+        """Serve ``holder``'s index; log every tool call to ``query_log`` if given."""
+        super().__init__(
+            name="ruledex",
+            title="ruledex project rules",
+            description="The project's coding rules for the task at hand, from a versioned, offline index.",
+            instructions=mode_instructions(),
+            version=_version(),
+        )
+        self.holder = holder
+        self.query_log = query_log
+        self.rule_tools = RuleTools(holder)
+        self._schemas: dict[str, dict[str, Any]] = {}
+        for name in TOOL_NAMES:
+            self.add_tool(
+                getattr(self.rule_tools, name),
+                name=name,
+                title=name.replace("_", " "),
+                description=DESCRIPTIONS[name],
+                annotations=READ_ONLY,
+                structured_output=True,
+            )
+        self.resource(
+            RESOURCE_PREFIX + "{domain}",
+            name="rule",
+            title="Rule document",
+            description="A whole rule document as markdown; the domains are listed by list_rules.",
+            mime_type="text/markdown",
+        )(self.rule_tools.rule_document)
+        for mode in MODES:
+            self.add_prompt(
+                Prompt.from_function(
+                    _prompt_for(mode),
+                    name=mode,
+                    title=f"ruledex {mode} mode",
+                    description=f"Instructions for {mode} mode: when and how to ask ruledex for the project's rules.",
+                )
+            )
+        self.custom_route("/healthz", methods=["GET"])(self._healthz)
+
+    async def _healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "index": tools.index_info(self.holder.index)})
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The registered resources plus one per rule document of the index serving now."""
+        return [*await super().list_resources(), *await anyio.to_thread.run_sync(self.rule_tools.rule_resources)]
+
+    async def _schema(self, name: str) -> dict[str, Any]:
+        if not self._schemas:
+            self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
+        if name not in self._schemas:
+            raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(self._schemas)}.")
+        return self._schemas[name]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Check the tool and argument names, call it, and log the call if asked to."""
+        started = time.perf_counter()
+        result: CallToolResult | InputRequiredResult | None = None
+        error: str | None = None
+        try:
+            schema = await self._schema(name)
+            unknown = sorted(set(arguments) - set(schema.get("properties", {})))
+            if unknown:
+                raise ToolError(
+                    f"Unknown argument(s) for {name}: {', '.join(unknown)}. {name} takes: {_argument_help(schema)}."
+                )
+            try:
+                result = await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(validation_message(name, schema, exc.__cause__)) from exc.__cause__
+                raise
+            return result
+        except ToolError as exc:
+            error = str(exc)
+            raise
+        finally:
+            if self.query_log is not None:
+                _log_call(self.query_log, name, arguments, result, error, (time.perf_counter() - started) * 1000)
+
+
+def _log_call(
+    query_log: QueryLog, name: str, arguments: dict[str, Any], result: Any, error: str | None, latency_ms: float
+) -> None:
+    """Write one call to the query log; a failing log file is reported on stderr, never to the caller."""
+    structured = getattr(result, "structured_content", None)
+    if error is None and getattr(result, "is_error", False):
+        error = " ".join(getattr(c, "text", "") for c in result.content)
+    try:
+        query_log.write(log_record(name, arguments, latency_ms=latency_ms, structured=structured, error=error))
+    except OSError as exc:
+        log.warning("cannot write the query log %s: %s", query_log.path, exc)
+
+
+def _prompt_for(mode: str) -> Callable[..., str]:
+    def prompt(task: Annotated[str, Field(description="The task, to include after the instructions.")] = "") -> str:
+        text = mode_instructions(mode)
+        return f"{text}\n\nTask: {task}" if task.strip() else text
+
+    return prompt
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def parse_http(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` -> (host, port); the host defaults to 127.0.0.1 (``[::1]:8000`` for IPv6)."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--http: expected [HOST:]PORT such as 8000 or 127.0.0.1:8000, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def _configure_logging() -> None:
+    """Log to stderr (stdout is the protocol on stdio): ruledex at INFO, libraries at WARNING."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("ruledex serve: %(levelname)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+    logging.getLogger("ruledex").setLevel(logging.INFO)
+
+
+async def _serve_http(server: RuledexServer, host: str, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=3)
+    await uvicorn.Server(config).serve()
+
+
+def serve(index_path: Path, *, http: str | None, log_queries: Path | None) -> int:
+    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    _configure_logging()
+    address = parse_http(http) if http else None
+    query_log = QueryLog(log_queries) if log_queries else None
+    holder = IndexHolder(Path(index_path))
+    try:
+        server = RuledexServer(holder, query_log=query_log)
+        info = tools.index_info(holder.index)
+        where = "stdio" if address is None else f"http://{address[0]}:{address[1]}/mcp"
+        log.info(
+            "serving %s %s (%d rules, %d directives) from %s over %s%s",
+            info["name"],
+            info["version"],
+            info["rules"],
+            info["directives"],
+            index_path,
+            where,
+            f"; logging queries to {log_queries}" if log_queries else "",
+        )
+        if address is None:
+            anyio.run(server.run_stdio_async)
+        else:
+            anyio.run(_serve_http, server, *address)
+    finally:
+        holder.close()
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ruledex")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0+unknown"

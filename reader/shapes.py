@@ -1,0 +1,224 @@
+"""The MCP server's wire shapes: structured outputs (each tool's outputSchema) and option schemas.
+
+Kept apart from :mod:`ruledex.reader.server` so the server module is only the SDK wiring. Field
+names are the protocol's (camelCase where the knowledge-memory and Memory-MCP shapes use it).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, WithJsonSchema
+from typing_extensions import TypedDict
+
+from .detect import MODES
+from .vocab import LAYERS, SEVERITIES, TOPICS
+
+_EXTRA = ConfigDict(extra="allow")
+
+# --------------------------------------------------------------------------------------------
+# Structured output shapes (published as each tool's outputSchema)
+
+
+class Citation(TypedDict):
+    """Where a cited directive comes from."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    id: str
+    rule: str
+    title: str
+    section: str
+    severity: str
+    sourcePath: str
+    line: int
+    commit: str
+    score: float
+
+
+class QueryAnswer(TypedDict):
+    """The rules for a task: a markdown block to follow, its citations and diagnostics."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    context_block: str
+    citations: list[Citation]
+    diagnostics: dict[str, Any]
+
+
+class DetectedContext(TypedDict):
+    """What a text is about."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    detectedLayer: str | None
+    topics: list[str]
+    technologies: list[str]
+    keywords: list[str]
+    confidence: float
+    alternativeContexts: list[dict[str, Any]]
+    notes: list[str]
+
+
+class IndexInfo(TypedDict):
+    """The index that answered."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    name: str
+    version: str
+    commit: str
+    buildTime: str
+    path: str
+    rules: int
+    directives: int
+
+
+class RuleSummary(TypedDict):
+    """One rule document, without its directives."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    domain: str
+    title: str
+    path: str
+    description: str
+    layers: list[str]
+    topics: list[str]
+    authoritativeFor: list[str]
+    directives: int
+    version: str
+    lastUpdated: str
+
+
+class RuleList(TypedDict):
+    """Every rule document of the index."""
+
+    rules: list[RuleSummary]
+    total: int
+    index: IndexInfo
+
+
+class RuleDocument(RuleSummary):
+    """One whole rule document; ``content`` is its markdown."""
+
+    scope: str
+    whenToApply: list[str]
+    commit: str
+    content: str
+
+
+class KnowledgeEntry(TypedDict):
+    """One directive as a knowledge entry."""
+
+    __pydantic_config__ = _EXTRA  # type: ignore[misc]
+    id: str
+    title: str
+    content: str
+    rationale: str
+    tags: list[str]
+    scope: str
+    category: str
+    layers: list[str]
+    severity: str
+    priority: str
+    score: float
+    source: dict[str, Any]
+
+
+class KnowledgeResults(TypedDict):
+    """Search results, best first."""
+
+    results: list[KnowledgeEntry]
+    totalMatches: int
+
+
+class Entity(TypedDict):
+    """A graph node (Memory MCP shape)."""
+
+    name: str
+    entityType: str
+    observations: list[str]
+
+
+Relation = TypedDict("Relation", {"from": str, "to": str, "relationType": str})
+
+
+class Graph(TypedDict):
+    """Entities and the relations between them (Memory MCP shape)."""
+
+    entities: list[Entity]
+    relations: list[Relation]
+
+
+class OpenedNodes(Graph):
+    """The opened entities, and the names that matched none."""
+
+    notFound: list[str]
+
+
+# --------------------------------------------------------------------------------------------
+# Input schemas the SDK cannot derive from plain types (validation is the reader's, with its messages)
+
+
+def enum_schema(values: tuple[str, ...], description: str) -> WithJsonSchema:
+    """A JSON-schema string enum, so clients see the allowed values in the tool's input schema."""
+    return WithJsonSchema({"type": "string", "enum": list(values), "description": description})
+
+
+QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Optional tuning; the defaults suit most tasks.",
+    "properties": {
+        "strictLayer": {
+            "type": "boolean",
+            "default": True,
+            "description": "Keep only directives of the task's layer and of every layer (false: prefer them, keep all).",
+        },
+        "maxItems": {"type": "integer", "default": 8, "description": "Directives to show; clamped to 3-12."},
+        "tokenBudget": {
+            "type": "integer",
+            "default": 900,
+            "description": "Token budget of context_block (100-8000). The top 3 MUST directives are always shown.",
+        },
+        "includeBreadcrumbs": {"type": "boolean", "default": True, "description": "Show 'Rule > Section' per line."},
+        "includeDiagnostics": {"type": "boolean", "default": False, "description": "Add score breakdowns."},
+        "includeRationale": {"type": "boolean", "default": False, "description": "Add each directive's rationale."},
+        "severityFilter": {
+            "type": "array",
+            "items": {"type": "string", "enum": list(SEVERITIES)},
+            "description": "Only these severities.",
+        },
+        "topicsBias": {
+            "type": "array",
+            "items": {"type": "string", "enum": list(TOPICS)},
+            "description": "Favour these topics in addition to the detected ones.",
+        },
+        "layer": {"type": "string", "enum": list(LAYERS), "description": "Use this layer instead of the detected one."},
+    },
+}
+
+DETECT_OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "returnKeywords": {"type": "boolean", "default": True, "description": "Include the task's keywords."},
+        "confidenceThreshold": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 0,
+            "description": "Below this confidence detectedLayer is null (0-1).",
+        },
+        "modeSlug": {"type": "string", "enum": list(MODES), "description": "Assistant mode: biases detection."},
+    },
+}
+
+TaskText = Annotated[
+    str, Field(description="The whole task in the user's words, e.g. 'Add user registration API endpoint'.")
+]
+ModeSlug = Annotated[
+    str | None, enum_schema(MODES, "Assistant mode: architect leans to domain/architecture/docs, debug to tests.")
+]
+QueryOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(QUERY_OPTIONS_SCHEMA)]
+DetectOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(DETECT_OPTIONS_SCHEMA)]
+Domain = Annotated[str, Field(description="Rule id or file stem from list_rules, e.g. 'security'.")]
+
+# --------------------------------------------------------------------------------------------
+# Instructions, tool descriptions and prompts

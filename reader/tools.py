@@ -1,0 +1,520 @@
+"""What the MCP tools compute, without the MCP SDK: the served index (hot-reloaded) and pure tool logic.
+
+:class:`IndexHolder` owns the served index. Between requests it notices when the file was replaced
+(atomic rename: a new inode, size or mtime, or a new sidecar), verifies the new file completely and
+swaps it in; a file that fails verification is refused with a log line and the old index keeps
+serving. An index is closed only when no request is using it.
+
+The other functions take an opened :class:`~ruledex.reader.index.Index`, validate their arguments
+(a :class:`ValueError` names the field and the allowed values) and return JSON-ready dicts in the
+shapes the MCP tools publish. The knowledge graph is read-only: rules change by pull request.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import format as fmt
+from .catalog import closest_domains, render_rule, rule_summary
+from .index import Index
+from .query import MAX_TASK_CHARS, check_mode, detect_in_index, query_directives
+from .rank import DEFAULT_WEIGHTS
+from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
+
+log = logging.getLogger("ruledex.server")
+T = TypeVar("T")
+
+Signature = tuple[Any, ...]
+
+
+def file_signature(path: Path) -> Signature:
+    """What identifies one version of an index file: device, inode, size, mtime, and the sidecar's."""
+    st = os.stat(path)
+    try:
+        side = os.stat(fmt.sidecar_path(path))
+        side_sig: tuple[int, int, int] | None = (side.st_ino, side.st_size, side.st_mtime_ns)
+    except OSError:
+        side_sig = None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, side_sig)
+
+
+@dataclass(eq=False)
+class Loaded:
+    """One opened index version, with its users and the data derived from it."""
+
+    index: Index
+    signature: Signature
+    users: int = 0
+    retired: bool = False
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _cache: dict[str, Any] = field(default_factory=dict)
+    _warm: bool = False
+
+    def warm(self) -> None:
+        """Build the lazy parts (query encoder, learnt tables) once, under a lock."""
+        if self._warm:
+            return
+        with self.lock:
+            if not self._warm:
+                if self.index.n_directives:
+                    _ = self.index.encoder, self.index.detect_terms, self.index.wta_keywords
+                self._warm = True
+
+    def cached(self, key: str, build: Callable[[Index], T]) -> T:
+        """``build(index)``, computed once per index version."""
+        if key not in self._cache:
+            with self.lock:
+                if key not in self._cache:
+                    self._cache[key] = build(self.index)
+        return self._cache[key]
+
+
+class IndexHolder:
+    """The served index: opened once, swapped between requests when its file is replaced."""
+
+    def __init__(self, path: Path, *, check_interval: float = 1.0) -> None:
+        """Open ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); check it at most every ``check_interval`` s."""
+        self.path = Path(path)
+        self.check_interval = check_interval
+        index = Index(self.path)
+        self._current = Loaded(index, file_signature(self.path))
+        self._lock = threading.Lock()
+        self._reload_lock = threading.Lock()
+        self._refused: Signature | None = None
+        self._missing = False
+        self._next_check = time.monotonic() + check_interval
+        self._closed = False
+
+    @property
+    def index(self) -> Index:
+        """The index serving now (for a quick look; use :meth:`use` around a request)."""
+        return self._current.index
+
+    @contextmanager
+    def use(self) -> Iterator[Loaded]:
+        """The current index for one request; it stays open until the request is done."""
+        self.maybe_reload()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the server is shutting down")
+            loaded = self._current
+            loaded.users += 1
+        try:
+            loaded.warm()
+            yield loaded
+        finally:
+            with self._lock:
+                loaded.users -= 1
+                done = loaded.retired and loaded.users == 0
+            if done:
+                self._close(loaded)
+
+    def maybe_reload(self) -> bool:
+        """Swap in a replaced index file if it is time to look and it verifies; True if swapped."""
+        if time.monotonic() < self._next_check or not self._reload_lock.acquire(blocking=False):
+            return False
+        try:
+            self._next_check = time.monotonic() + self.check_interval
+            try:
+                signature = file_signature(self.path)
+            except OSError as exc:
+                if not self._missing:
+                    log.warning("cannot read %s (%s); still serving the index opened before", self.path, exc.strerror)
+                self._missing = True
+                return False
+            self._missing = False
+            if signature in (self._current.signature, self._refused):
+                return False
+            return self._load(signature)
+        finally:
+            self._reload_lock.release()
+
+    def _load(self, signature: Signature) -> bool:
+        new: Loaded | None = None
+        try:
+            # structure and every section's CRC-32; not the sidecar, which lands in a second rename
+            # just after the index (checking it here refused good releases for a moment)
+            fmt.verify(self.path, check_sidecar=False)
+            new = Loaded(Index(self.path), signature)
+            new.warm()
+        except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving
+            if new is not None:
+                self._close(new)
+            self._refused = signature
+            log.error(
+                "refused the replaced index file: %s; still serving %s %s (it is retried when the file or its "
+                "sidecar changes again)",
+                exc,
+                self.index.manifest.get("name"),
+                self.index.manifest.get("version"),
+            )
+            return False
+        with suppress(OSError):
+            if file_signature(self.path) != signature:  # replaced again while we read it: look again next time
+                self._close(new)
+                self._next_check = 0.0
+                return False
+        with self._lock:
+            if self._closed:
+                old = new
+            else:
+                old, self._current = self._current, new
+            old.retired = True
+            done = old.users == 0
+        self._refused = None
+        if done:
+            self._close(old)
+        if old is new:
+            return False
+        m = new.index.manifest
+        log.info(
+            "switched to the replaced index file %s: %s %s (%d rules, %d directives)",
+            self.path,
+            m.get("name"),
+            m.get("version"),
+            new.index.n_rules,
+            new.index.n_directives,
+        )
+        return True
+
+    @staticmethod
+    def _close(loaded: Loaded) -> None:
+        if not loaded.closed:
+            loaded.closed = True
+            loaded.index.close()
+
+    def close(self) -> None:
+        """Close the index now, or when its last request ends."""
+        with self._lock:
+            self._closed = True
+            loaded = self._current
+            loaded.retired = True
+            done = loaded.users == 0
+        if done:
+            self._close(loaded)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers
+
+
+def require_text(value: Any, field_name: str) -> str:
+    """A non-empty string, or a ValueError naming the field."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{field_name}: must be a non-empty string")
+    return value
+
+
+def _bool(raw: dict[str, Any], name: str, default: bool) -> bool:
+    value = raw.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"options.{name}: must be true or false, got {value!r}")
+    return value
+
+
+def _number(value: Any, name: str, low: float, high: float, *, integer: bool = False) -> float:
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and value != int(value)):
+        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
+    return value
+
+
+def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}: unknown value {value!r}; allowed: {', '.join(allowed)}")
+    return value
+
+
+def _options(raw: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"options: must be an object with the fields {', '.join(allowed)}")
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ValueError(f"options: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    return raw
+
+
+def clip_task(text: str) -> tuple[str, list[str]]:
+    """Cut a text to MAX_TASK_CHARS, with the note that says so."""
+    if len(text) <= MAX_TASK_CHARS:
+        return text, []
+    return text[:MAX_TASK_CHARS], [f"text truncated from {len(text)} to {MAX_TASK_CHARS} characters"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Catalogue and query tools
+
+
+def index_info(index: Index) -> dict[str, Any]:
+    """Which index answers: name, version, commit, file, counts."""
+    m = index.manifest
+    return {
+        "name": str(m.get("name", "")),
+        "version": str(m.get("version", "")),
+        "commit": index.commit,
+        "buildTime": str(m.get("build_time") or ""),
+        "path": str(index.path),
+        "rules": index.n_rules,
+        "directives": index.n_directives,
+    }
+
+
+def list_rules(index: Index) -> dict[str, Any]:
+    """Every rule document with its summary, and the index it comes from."""
+    rules = [rule_summary(r) for r in index.rules()]
+    return {"rules": rules, "total": len(rules), "index": index_info(index)}
+
+
+def get_rule(index: Index, domain: Any) -> dict[str, Any]:
+    """One whole rule document; an unknown domain is a ValueError naming the closest ones."""
+    domain = require_text(domain, "domain")
+    i = index.find_rule(domain)
+    if i is None:
+        close = closest_domains(index, domain)
+        raise ValueError(
+            f"domain: no rule {domain!r} in this index; closest: {', '.join(close) or '(the index is empty)'}. "
+            "Call list_rules to see every domain."
+        )
+    rule = index.rule(i)
+    return {
+        **rule_summary(rule),
+        "scope": rule.scope,
+        "whenToApply": list(rule.when_to_apply),
+        "commit": index.commit,
+        "content": render_rule(index, i),
+    }
+
+
+DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug")
+
+
+def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, Any]:
+    """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold."""
+    raw = _options(options, DETECT_OPTIONS)
+    text, notes = clip_task(require_text(text, "text"))
+    keep_keywords = _bool(raw, "returnKeywords", True)
+    threshold = raw.get("confidenceThreshold")
+    threshold = 0.0 if threshold is None else _number(threshold, "options.confidenceThreshold", 0, 1)
+    mode = check_mode(raw.get("modeSlug"))
+    found = dict(detect_in_index(index, text, mode).to_dict())
+    if found["detectedLayer"] is not None and found["confidence"] < threshold:
+        notes.append(f"layer {found['detectedLayer']} left out: confidence {found['confidence']} < {threshold}")
+        found["detectedLayer"] = None
+    if not keep_keywords:
+        found["keywords"] = []
+    found["notes"] = notes
+    return found
+
+
+MAX_SCORE = float(sum(asdict(DEFAULT_WEIGHTS).values()))
+"""The highest possible ranking score; search scores are divided by it to lie in [0, 1]."""
+
+PRIORITY = {"MUST": "high", "SHOULD": "medium", "MAY": "low"}
+
+
+def directive_ids(index: Index) -> dict[str, int]:
+    """Directive id -> row number."""
+    return {index.directive(i).id: i for i in range(index.n_directives)}
+
+
+def search_knowledge(
+    index: Index,
+    query: Any,
+    *,
+    ids: dict[str, int],
+    context_tags: Any = None,
+    scope: Any = None,
+    category: Any = None,
+    limit: Any = 5,
+    min_confidence: Any = 0.0,
+) -> dict[str, Any]:
+    """Directives as knowledge entries, best first: the same retrieval as query_directives, layer not enforced."""
+    query = require_text(query, "query")
+    tags = [] if context_tags is None else context_tags
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ValueError(f"contextTags: must be a list of strings (topics such as {', '.join(TOPICS[:4])}, …)")
+    scope = _choice(scope, "scope", SCOPES)
+    category = _choice(category, "category", LAYERS)
+    limit = int(_number(limit, "limit", 1, 20, integer=True))
+    min_confidence = _number(min_confidence, "minConfidence", 0, 1)
+    if index.n_directives == 0:
+        return {"results": [], "totalMatches": 0}
+    topics = [t.strip().lower() for t in tags if t.strip().lower() in TOPICS]
+    words = [t for t in tags if t.strip().lower() not in TOPICS]
+    options = {"strictLayer": category is not None, "layer": category, "topicsBias": topics}
+    answer = query_directives(index, " ".join([query, *words]), None, {**options, "maxItems": 12, "tokenBudget": 8000})
+    if answer["diagnostics"]["retrievalStats"]["considered"] == 0:
+        return {"results": [], "totalMatches": 0}
+    scored = {c["id"]: c["score"] for c in answer["citations"]}
+    scored.update({o["id"]: o["score"] for o in answer["diagnostics"]["omitted"]})
+    results = []
+    for did, raw_score in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0])):
+        row = ids[did]
+        d, rule = index.directive(row), index.rule(index.directive(row).rule)
+        confidence = round(min(1.0, max(0.0, raw_score / MAX_SCORE)), 3)
+        if (scope and rule.scope != scope) or confidence < min_confidence:
+            continue
+        layers = names_from_mask(int(index.dir_layers[row]), LAYERS)
+        results.append(
+            {
+                "id": d.id,
+                "title": " > ".join([rule.title, *d.section]),
+                "content": d.text,
+                "rationale": d.rationale,
+                "tags": list(names_from_mask(int(index.dir_topics[row]), TOPICS)),
+                "scope": rule.scope,
+                "category": layers[0] if layers else "*",
+                "layers": list(layers),
+                "severity": d.severity,
+                "priority": PRIORITY[d.severity],
+                "score": confidence,
+                "source": {"rule": rule.id, "path": rule.path, "line": d.line, "commit": index.commit},
+            }
+        )
+    return {"results": results[:limit], "totalMatches": len(results)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The read-only knowledge graph (Memory-MCP shapes)
+
+
+def _entity(name: str, kind: str, observations: list[str]) -> dict[str, Any]:
+    return {"name": name, "entityType": kind, "observations": [o for o in observations if o]}
+
+
+def _relation(src: str, dst: str, kind: str) -> dict[str, str]:
+    return {"from": src, "to": dst, "relationType": kind}
+
+
+def topic_node(topic: str) -> str:
+    """The entity name of a topic."""
+    return f"topic:{topic}"
+
+
+def layer_node(layer: str) -> str:
+    """The entity name of a layer."""
+    return f"layer:{layer}"
+
+
+def section_node(rule_id: str, section: tuple[str, ...]) -> str:
+    """The entity name of a section: ``rule > Heading > Subheading``."""
+    return " > ".join([rule_id, *section])
+
+
+def build_graph(index: Index) -> dict[str, list[dict[str, Any]]]:
+    """The index as entities (Rule, Section, Directive, Topic, Layer) and relations (pure, deterministic)."""
+    entities: list[dict[str, Any]] = []
+    relations: list[dict[str, str]] = []
+    topic_count: dict[str, int] = {}
+    layer_count: dict[str, int] = {}
+    for r, rule in enumerate(index.rules()):
+        entities.append(
+            _entity(
+                rule.id,
+                "Rule",
+                [
+                    f"title: {rule.title}",
+                    rule.description,
+                    f"source: {rule.path}",
+                    f"version: {rule.version}" if rule.version else "",
+                    f"scope: {rule.scope}",
+                    f"last updated: {rule.last_updated or rule.reviewed}" if rule.last_updated or rule.reviewed else "",
+                    *(f"when to apply: {w}" for w in rule.when_to_apply),
+                    *(f"example task: {e}" for e in rule.examples),
+                ],
+            )
+        )
+        for topic in rule.topics:
+            relations.append(_relation(rule.id, topic_node(topic), "covers"))
+            topic_count.setdefault(topic, 0)
+        for topic in rule.authoritative_for:
+            if topic != "*":
+                relations.append(_relation(rule.id, topic_node(topic), "authoritative_for"))
+                topic_count.setdefault(topic, 0)
+        for layer in rule.layers:
+            relations.append(_relation(rule.id, layer_node(layer), "applies_to"))
+            layer_count.setdefault(layer, 0)
+        directives = index.directives_of(r)
+        sections = list(dict.fromkeys([*rule.sections, *(d.section for d in directives if d.section)]))
+        for section in sections:
+            count = sum(1 for d in directives if d.section == section)
+            name = section_node(rule.id, section)
+            entities.append(_entity(name, "Section", [f"heading: {section[-1]}", f"{count} directives"]))
+            parent = section_node(rule.id, section[:-1]) if section[:-1] in sections else rule.id
+            relations.append(_relation(parent, name, "contains"))
+        for offset, d in enumerate(directives):
+            row = rule.first_directive + offset
+            entities.append(
+                _entity(
+                    d.id,
+                    "Directive",
+                    [
+                        f"{d.severity}: {d.text}",
+                        f"rationale: {d.rationale}" if d.rationale else "",
+                        *(f"avoid: {a}" for a in d.avoid),
+                        f"source: {rule.path}:{d.line}",
+                    ],
+                )
+            )
+            parent = section_node(rule.id, d.section) if d.section else rule.id
+            relations.append(_relation(parent, d.id, "contains"))
+            for topic in names_from_mask(int(index.dir_topics[row]), TOPICS):
+                relations.append(_relation(d.id, topic_node(topic), "covers"))
+                topic_count[topic] = topic_count.get(topic, 0) + 1
+            for layer in names_from_mask(int(index.dir_layers[row]), LAYERS):
+                relations.append(_relation(d.id, layer_node(layer), "applies_to"))
+                layer_count[layer] = layer_count.get(layer, 0) + 1
+    entities.extend(
+        _entity(topic_node(topic), "Topic", [f"topic {topic}", f"{topic_count[topic]} directives"])
+        for topic in sorted(topic_count, key=lambda t: (TOPICS.index(t) if t in TOPICS else len(TOPICS), t))
+    )
+    entities.extend(
+        _entity(layer_node(layer), "Layer", [LAYER_HINTS.get(layer, ""), f"{layer_count[layer]} directives"])
+        for layer in sorted(layer_count, key=lambda x: LAYERS.index(x) if x in LAYERS else len(LAYERS))
+    )
+    return {"entities": entities, "relations": relations}
+
+
+def subgraph(graph: dict[str, list[dict[str, Any]]], names: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The named entities and the relations between two of them (Memory MCP's semantics)."""
+    return {
+        "entities": [e for e in graph["entities"] if e["name"] in names],
+        "relations": [r for r in graph["relations"] if r["from"] in names and r["to"] in names],
+    }
+
+
+def search_nodes(graph: dict[str, list[dict[str, Any]]], query: Any) -> dict[str, list[dict[str, Any]]]:
+    """Entities whose name, type or an observation contains ``query`` (case-insensitive)."""
+    needle = require_text(query, "query").strip().lower()
+    names = {
+        e["name"]
+        for e in graph["entities"]
+        if needle in e["name"].lower()
+        or needle in e["entityType"].lower()
+        or any(needle in o.lower() for o in e["observations"])
+    }
+    return subgraph(graph, names)
+
+
+def open_nodes(graph: dict[str, list[dict[str, Any]]], names: Any) -> dict[str, Any]:
+    """The entities with exactly these names; names that match nothing are listed in ``notFound``."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError('names: must be a list of entity names, e.g. ["security", "security#input-validation-1"]')
+    known = {e["name"] for e in graph["entities"]}
+    return {**subgraph(graph, set(names)), "notFound": [n for n in names if n not in known]}

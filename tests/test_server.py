@@ -1,0 +1,547 @@
+"""The MCP server in memory: every tool, resource and prompt, bad input, hot reload, the query log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from ruledex.reader.catalog import render_rule
+from ruledex.reader.errors import ConfigError
+from ruledex.reader.index import Index
+from ruledex.reader.query import MAX_TASK_CHARS, query_directives
+from ruledex.reader.querylog import QueryLog, log_record, mask_secrets
+from ruledex.reader.server import TOOL_NAMES, RuledexServer, mode_instructions, parse_http
+from ruledex.reader.tools import IndexHolder
+
+from .conftest import REPO, rule_doc, write_rules
+
+TIMINGS = ("executionTimeMs", "stageMs")
+
+
+def without_timings(answer: dict[str, Any]) -> dict[str, Any]:
+    """A query answer minus the fields that measure time."""
+    diagnostics = {k: v for k, v in answer["diagnostics"].items() if k not in TIMINGS}
+    return {**answer, "diagnostics": diagnostics}
+
+
+def with_client(server: RuledexServer, body: Callable[[Client], Awaitable[Any]]) -> Any:
+    """Run ``body`` with an in-memory client connected to ``server``."""
+
+    async def main() -> Any:
+        with anyio.fail_after(60):
+            async with Client(server) as client:
+                return await body(client)
+
+    return anyio.run(main)
+
+
+def call(server: RuledexServer, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    """One tool call in a fresh session."""
+    return with_client(server, lambda c: c.call_tool(name, arguments or {}))
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error, result.structured_content
+    return " ".join(c.text for c in result.content)
+
+
+@pytest.fixture
+def holder(bundled_index: Path) -> Iterator[IndexHolder]:
+    opened = IndexHolder(bundled_index, check_interval=0)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def server(holder: IndexHolder) -> RuledexServer:
+    return RuledexServer(holder)
+
+
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-rule index, to swap in for the bundled one."""
+    from ruledex.builder.build import build
+
+    folder = tmp_path_factory.mktemp("tiny")
+    rules = write_rules(folder / "rules", {"sample.md": rule_doc("- [MUST] Validate every request body.")})
+    return build(rules, folder / "tiny.ruledex").path
+
+
+@pytest.fixture(scope="module")
+def empty_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ruledex.builder.build import build
+
+    folder = tmp_path_factory.mktemp("empty")
+    (folder / "rules").mkdir()
+    return build(folder / "rules", folder / "empty.ruledex").path
+
+
+# --- tools, resources, prompts -------------------------------------------------------------
+
+
+def test_tools_are_listed_with_schemas_descriptions_and_output_schemas(server: RuledexServer) -> None:
+    tools = with_client(server, lambda c: c.list_tools()).tools
+    assert [t.name for t in tools] == list(TOOL_NAMES)
+    for tool in tools:
+        assert tool.input_schema["type"] == "object"
+        assert tool.output_schema and tool.output_schema["type"] == "object"
+        assert len(tool.description or "") > 80
+        assert tool.annotations and tool.annotations.read_only_hint is True
+    by_name = {t.name: t for t in tools}
+    assert by_name["query_directives"].input_schema["required"] == ["taskDescription"]
+    options = by_name["query_directives"].input_schema["properties"]["options"]["properties"]
+    assert {"strictLayer", "maxItems", "tokenBudget", "severityFilter", "topicsBias", "layer"} <= set(options)
+    for name in ("read_graph", "search_nodes", "open_nodes", "query_directives"):
+        assert "pull request" in by_name[name].description
+
+
+def test_query_directives_answers_like_the_reader(server: RuledexServer, index: Index) -> None:
+    task = "Add user registration API endpoint"
+    result = call(server, "query_directives", {"taskDescription": task})
+    assert not result.is_error
+    answer = result.structured_content
+    assert without_timings(answer) == without_timings(query_directives(index, task))
+    assert "security#input-validation-1" in [c["id"] for c in answer["citations"]]
+    assert answer["context_block"].startswith("## Project rules for this task")
+    assert [c.text for c in result.content] == [answer["context_block"]], "the model reads the markdown block"
+
+
+def test_query_directives_options_and_mode_are_passed_through(server: RuledexServer, index: Index) -> None:
+    task = "Fix the flaky checkout test"
+    options = {"maxItems": 4, "tokenBudget": 400, "severityFilter": ["MUST"], "includeDiagnostics": True}
+    result = call(server, "query_directives", {"taskDescription": task, "modeSlug": "debug", "options": options})
+    expected = query_directives(index, task, "debug", options)
+    assert without_timings(result.structured_content) == without_timings(expected)
+    assert {c["severity"] for c in result.structured_content["citations"]} == {"MUST"}
+
+
+def test_detect_context(server: RuledexServer) -> None:
+    text = "Write a database migration that adds a non-null column to the orders table"
+    result = call(server, "detect_context", {"text": text})
+    found = result.structured_content
+    assert json.loads(result.content[0].text) == found, "other tools repeat their JSON as text"
+    assert found["detectedLayer"] == "4-Persistence"
+    assert "database" in found["topics"]
+    assert found["keywords"] and 0 < found["confidence"] <= 1
+    strict = call(
+        server, "detect_context", {"text": text, "options": {"confidenceThreshold": 1.0, "returnKeywords": False}}
+    ).structured_content
+    assert strict["detectedLayer"] is None
+    assert strict["keywords"] == []
+    assert strict["notes"]
+
+
+def test_list_rules_and_get_rules(server: RuledexServer, index: Index) -> None:
+    listed = call(server, "list_rules").structured_content
+    domains = [r["domain"] for r in listed["rules"]]
+    assert "security" in domains and listed["total"] == index.n_rules
+    assert listed["index"]["rules"] == index.n_rules
+    result = call(server, "get_rules", {"domain": "security"})
+    document = result.structured_content
+    assert document["content"] == render_rule(index, index.find_rule("security"))
+    assert result.content[0].text == document["content"]
+    assert document["description"] and document["version"]
+    assert "lastUpdated" in document
+
+
+def test_get_rules_with_an_unknown_domain_suggests_the_closest(server: RuledexServer) -> None:
+    text = error_text(call(server, "get_rules", {"domain": "secur"}))
+    assert "secur" in text and "security" in text and "list_rules" in text
+
+
+def test_search_knowledge(server: RuledexServer) -> None:
+    found = call(
+        server, "search_knowledge", {"query": "password hashing", "contextTags": ["security"]}
+    ).structured_content
+    results = found["results"]
+    assert 0 < len(results) <= 5 and found["totalMatches"] >= len(results)
+    assert results[0]["source"]["rule"] == "security"
+    scores = [r["score"] for r in results]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    for r in results:
+        assert set(r) >= {"id", "title", "content", "tags", "scope", "category", "priority", "severity", "score"}
+    one = call(server, "search_knowledge", {"query": "password hashing", "limit": 1}).structured_content
+    assert len(one["results"]) == 1
+    layer = call(server, "search_knowledge", {"query": "add an index", "category": "4-Persistence"}).structured_content
+    assert layer["results"] and all({"4-Persistence", "*"} & set(r["layers"]) for r in layer["results"])
+    none = call(server, "search_knowledge", {"query": "password hashing", "scope": "team"}).structured_content
+    assert none == {"results": [], "totalMatches": 0}
+    assert (
+        call(server, "search_knowledge", {"query": "password", "minConfidence": 1.0}).structured_content["results"]
+        == []
+    )
+    assert call(server, "search_knowledge", {"query": "zzqx flurble wibble"}).structured_content["results"] == []
+
+
+def test_empty_index_answers_with_empty_lists(empty_index: Path) -> None:
+    holder = IndexHolder(empty_index)
+    try:
+        server = RuledexServer(holder)
+        assert call(server, "search_knowledge", {"query": "anything"}).structured_content == {
+            "results": [],
+            "totalMatches": 0,
+        }
+        assert call(server, "list_rules").structured_content["rules"] == []
+        answer = call(server, "query_directives", {"taskDescription": "Add an endpoint"}).structured_content
+        assert answer["citations"] == []
+        assert call(server, "read_graph").structured_content == {"entities": [], "relations": []}
+    finally:
+        holder.close()
+
+
+def test_graph_tools(server: RuledexServer, index: Index) -> None:
+    graph = call(server, "read_graph").structured_content
+    types = {e["entityType"] for e in graph["entities"]}
+    assert types == {"Rule", "Section", "Directive", "Topic", "Layer"}
+    assert sum(e["entityType"] == "Rule" for e in graph["entities"]) == index.n_rules
+    assert sum(e["entityType"] == "Directive" for e in graph["entities"]) == index.n_directives
+    assert {r["relationType"] for r in graph["relations"]} == {"contains", "covers", "authoritative_for", "applies_to"}
+    names = {e["name"] for e in graph["entities"]}
+    assert len(names) == len(graph["entities"]), "entity names are unique"
+    assert all(r["from"] in names and r["to"] in names for r in graph["relations"])
+    assert {"from": "security", "to": "security > Input validation", "relationType": "contains"} in graph["relations"]
+    assert {
+        "from": "security > Input validation",
+        "to": "security#input-validation-1",
+        "relationType": "contains",
+    } in graph["relations"]
+
+    found = call(server, "search_nodes", {"query": "Input validation"}).structured_content
+    assert "security > Input validation" in {e["name"] for e in found["entities"]}
+    opened = call(server, "open_nodes", {"names": ["security", "security > Input validation", "nope"]})
+    opened = opened.structured_content
+    assert {e["name"] for e in opened["entities"]} == {"security", "security > Input validation"}
+    assert opened["relations"] == [
+        {"from": "security", "to": "security > Input validation", "relationType": "contains"}
+    ]
+    assert opened["notFound"] == ["nope"]
+
+
+def test_resources_are_the_rule_documents(server: RuledexServer, index: Index) -> None:
+    async def body(client: Client) -> tuple[Any, Any, Any]:
+        listed = await client.list_resources()
+        templates = await client.list_resource_templates()
+        read = await client.read_resource("ruledex://rules/security")
+        return listed, templates, read
+
+    listed, templates, read = with_client(server, body)
+    uris = [r.uri for r in listed.resources]
+    assert len(uris) == index.n_rules and "ruledex://rules/security" in uris
+    assert all(r.mime_type == "text/markdown" for r in listed.resources)
+    assert [t.uri_template for t in templates.resource_templates] == ["ruledex://rules/{domain}"]
+    assert read.contents[0].text == render_rule(index, index.find_rule("security"))
+
+    async def unknown(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource("ruledex://rules/secur")
+        return caught.value
+
+    assert "security" in str(with_client(server, unknown))
+
+
+def test_prompts_give_the_mode_instructions(server: RuledexServer) -> None:
+    async def body(client: Client) -> tuple[Any, Any]:
+        return await client.list_prompts(), await client.get_prompt("debug", {"task": "Fix the flaky test"})
+
+    listed, prompt = with_client(server, body)
+    assert [p.name for p in listed.prompts] == ["architect", "code", "debug"]
+    text = prompt.messages[0].content.text
+    assert "At the start of a task, call query_directives with the full task text" in text
+    assert 'modeSlug "debug"' in text and text.endswith("Task: Fix the flaky test")
+
+
+def test_initialize_carries_the_instructions(server: RuledexServer) -> None:
+    async def body(client: Client) -> tuple[Any, Any]:
+        return client.server_info, client.instructions
+
+    info, instructions = with_client(server, body)
+    assert info.name == "ruledex"
+    assert "call query_directives" in instructions
+
+
+# --- bad input never kills the server ------------------------------------------------------
+
+BAD_CALLS = [
+    ("query_directives", {}, ["taskDescription", "required"]),
+    ("query_directives", {"taskDescription": 42}, ["taskDescription", "string"]),
+    ("query_directives", {"taskDescription": "   "}, ["taskDescription", "non-empty"]),
+    ("query_directives", {"taskDescription": "x", "modeSlug": "writer"}, ["modeSlug", "architect, code, debug"]),
+    ("query_directives", {"taskDescription": "x", "options": "fast"}, ["options"]),
+    ("query_directives", {"taskDescription": "x", "options": {"maxItems": "many"}}, ["options.maxItems", "3-12"]),
+    ("query_directives", {"taskDescription": "x", "options": {"bogus": 1}}, ["bogus", "allowed", "strictLayer"]),
+    ("query_directives", {"taskDescription": "x", "options": {"strictLayer": "yes"}}, ["options.strictLayer"]),
+    ("query_directives", {"taskDescription": "x", "options": {"severityFilter": ["CRITICAL"]}}, ["MUST, SHOULD, MAY"]),
+    ("query_directives", {"taskDescription": "x", "options": {"layer": "9-Space"}}, ["options.layer", "4-Persistence"]),
+    (
+        "query_directives",
+        {"taskDescription": "x", "options": {"topicsBias": ["astrology"]}},
+        ["topicsBias", "security"],
+    ),
+    ("query_directives", {"taskDescription": "x", "mode": "debug"}, ["Unknown argument", "mode", "modeSlug"]),
+    ("detect_context", {"text": "x", "options": {"confidenceThreshold": 2}}, ["confidenceThreshold", "0 to 1"]),
+    ("detect_context", {"text": "x", "options": {"returnKeywords": "no"}}, ["options.returnKeywords"]),
+    ("detect_context", {"text": "x", "options": {"modeSlug": "review"}}, ["modeSlug", "architect"]),
+    ("detect_context", {"text": ["x"]}, ["text", "string"]),
+    ("get_rules", {}, ["domain", "required"]),
+    ("get_rules", {"domain": ""}, ["domain", "non-empty"]),
+    ("search_knowledge", {"query": "x", "limit": 0}, ["limit", "1 to 20"]),
+    ("search_knowledge", {"query": "x", "limit": 21}, ["limit", "1 to 20"]),
+    ("search_knowledge", {"query": "x", "limit": "lots"}, ["limit", "integer"]),
+    ("search_knowledge", {"query": "x", "minConfidence": 1.5}, ["minConfidence", "0 to 1"]),
+    ("search_knowledge", {"query": "x", "scope": "galaxy"}, ["scope", "global, team, project"]),
+    ("search_knowledge", {"query": "x", "category": "Backend"}, ["category", "2-Application"]),
+    ("search_knowledge", {"query": "x", "contextTags": "security"}, ["contextTags"]),
+    ("search_nodes", {"query": ""}, ["query", "non-empty"]),
+    ("open_nodes", {"names": "security"}, ["names"]),
+    ("open_nodes", {}, ["names", "required"]),
+    ("list_rules", {"verbose": True}, ["Unknown argument", "verbose"]),
+    ("drop_rules", {}, ["Unknown tool", "drop_rules", "query_directives"]),
+]
+
+
+def test_bad_input_is_a_clear_tool_error_and_the_next_request_is_served(server: RuledexServer) -> None:
+    async def body(client: Client) -> list[tuple[str, Any, Any]]:
+        seen = []
+        for name, arguments, _ in BAD_CALLS:
+            bad = await client.call_tool(name, arguments)
+            good = await client.call_tool("list_rules", {})
+            seen.append((name, bad, good))
+        return seen
+
+    for (name, arguments, fragments), (_, bad, good) in zip(BAD_CALLS, with_client(server, body), strict=True):
+        text = error_text(bad)
+        for fragment in fragments:
+            assert fragment in text, f"{name}({arguments}): {fragment!r} not in {text!r}"
+        assert not good.is_error and good.structured_content["total"] > 0
+
+
+def test_oversized_task_is_truncated_and_noted(server: RuledexServer) -> None:
+    task = "Add user registration API endpoint. " * 1000
+    result = call(server, "query_directives", {"taskDescription": task})
+    assert not result.is_error
+    notes = result.structured_content["diagnostics"]["notes"]
+    assert any("truncated" in n and str(MAX_TASK_CHARS) in n for n in notes)
+
+
+def test_max_items_is_clamped_not_refused(server: RuledexServer) -> None:
+    result = call(server, "query_directives", {"taskDescription": "Add an API endpoint", "options": {"maxItems": 50}})
+    assert not result.is_error and len(result.structured_content["citations"]) <= 12
+
+
+# --- hot reload ----------------------------------------------------------------------------
+
+
+def served_copy(source: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    served = folder / "served.ruledex"
+    shutil.copyfile(source, served)
+    return served
+
+
+def replace_atomically(source: Path, served: Path, data: bytes | None = None) -> None:
+    """Publish like CI does: write a temporary file beside the served one, then rename over it."""
+    tmp = served.with_name(".incoming.tmp")
+    tmp.write_bytes(source.read_bytes() if data is None else data)
+    os.replace(tmp, served)
+
+
+def test_replaced_index_is_served_after_an_atomic_rename(bundled_index: Path, tiny_index: Path, tmp_path: Path) -> None:
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=0)
+    try:
+        server = RuledexServer(holder)
+
+        async def body(client: Client) -> tuple[Any, Any]:
+            before = await client.call_tool("list_rules", {})
+            replace_atomically(tiny_index, served)
+            after = await client.call_tool("list_rules", {})
+            return before, after
+
+        before, after = with_client(server, body)
+        assert before.structured_content["total"] > 1
+        assert [r["domain"] for r in after.structured_content["rules"]] == ["sample"]
+    finally:
+        holder.close()
+
+
+def test_a_replacement_that_fails_verification_is_refused(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=0)
+    corrupt = bytearray(bundled_index.read_bytes())
+    corrupt[-100] ^= 0xFF  # inside the last section: the header is fine, the checksum is not
+    try:
+        server = RuledexServer(holder)
+        expected = call(server, "list_rules").structured_content["total"]
+
+        async def body(client: Client) -> tuple[Any, Any, Any]:
+            replace_atomically(bundled_index, served, bytes(corrupt))
+            refused = await client.call_tool("list_rules", {})
+            again = await client.call_tool("query_directives", {"taskDescription": "Add an API endpoint"})
+            replace_atomically(tiny_index, served)
+            fixed = await client.call_tool("list_rules", {})
+            return refused, again, fixed
+
+        with caplog.at_level(logging.INFO, logger="ruledex"):
+            refused, again, fixed = with_client(server, body)
+        assert refused.structured_content["total"] == expected, "the old index keeps serving"
+        assert not again.is_error and again.structured_content["citations"]
+        errors = [r for r in caplog.records if r.levelno == logging.ERROR and "refused" in r.getMessage()]
+        assert len(errors) == 1 and "checksum" in errors[0].getMessage()
+        assert fixed.structured_content["total"] == 1, "a later good file is picked up"
+    finally:
+        holder.close()
+
+
+def test_an_index_in_use_is_not_closed_by_a_swap(bundled_index: Path, tiny_index: Path, tmp_path: Path) -> None:
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=0)
+    try:
+        with holder.use() as first:
+            replace_atomically(tiny_index, served)
+            assert holder.maybe_reload()
+            assert first.retired and not first.closed
+            assert query_directives(first.index, "Add an API endpoint")["citations"]
+            with holder.use() as second:
+                assert second is not first and second.index.n_rules == 1
+        assert first.closed
+    finally:
+        holder.close()
+
+
+def test_the_file_is_checked_at_most_every_interval(bundled_index: Path, tiny_index: Path, tmp_path: Path) -> None:
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600)
+    try:
+        replace_atomically(tiny_index, served)
+        assert not holder.maybe_reload()
+        with holder.use() as loaded:
+            assert loaded.index.n_rules > 1
+    finally:
+        holder.close()
+
+
+# --- the query log -------------------------------------------------------------------------
+
+SECRETS = [
+    ("deploy with sk-live-abc123def456ghi789", "abc123def456"),
+    ("push with ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghij"),
+    ("the key is AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("login with password=hunter2 please", "hunter2"),
+    ('{"password": "hunter2"}', "hunter2"),
+    ("my password is hunter2", "hunter2"),
+    ("mail bob@example.com about it", "bob@example.com"),
+    ("Authorization: Bearer abc123def456ghi789jkl", "abc123def456"),
+    ("connect to postgres://admin:s3cret@db.internal/prod", "s3cret"),
+    ("API_KEY: abcd1234efgh", "abcd1234efgh"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----", "MIIBOgIBAAJBAK"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SECRETS)
+def test_secrets_and_emails_are_masked(text: str, secret: str) -> None:
+    masked = mask_secrets(text)
+    assert secret not in masked
+    assert "[" in masked
+
+
+def test_ordinary_task_text_is_not_masked() -> None:
+    for text in (
+        "Add user registration API endpoint",
+        "Add basic authentication to the admin API; the password field is hashed and the token is valid",
+        "use sk-learn for the model",
+    ):
+        assert mask_secrets(text) == text
+
+
+def test_query_log_has_one_masked_line_per_call(holder: IndexHolder, tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    server = RuledexServer(holder, query_log=QueryLog(path))
+    task = "Add user registration API endpoint; password=hunter2, ask bob@example.com, key sk-live-abc123def456ghi789"
+
+    async def body(client: Client) -> Any:
+        answer = await client.call_tool("query_directives", {"taskDescription": task, "modeSlug": "code"})
+        await client.call_tool("get_rules", {"domain": "secur"})
+        await client.call_tool("query_directives", {})
+        await client.call_tool("drop_rules", {})
+        return answer
+
+    answer = with_client(server, body)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [line["tool"] for line in lines] == ["query_directives", "get_rules", "query_directives", "drop_rules"]
+    first = lines[0]
+    for secret in ("hunter2", "bob@example.com", "abc123def456"):
+        assert secret not in path.read_text(encoding="utf-8")
+    assert first["task"].startswith("Add user registration API endpoint; password=[secret]")
+    assert first["mode"] == "code" and first["ok"] is True
+    assert first["detectedLayer"] == answer.structured_content["diagnostics"]["detectedLayer"]
+    assert first["topics"] == answer.structured_content["diagnostics"]["topics"]
+    assert first["cited"] == [c["id"] for c in answer.structured_content["citations"]]
+    assert first["latencyMs"] >= 0 and first["time"].endswith("Z")
+    assert [line["ok"] for line in lines[1:]] == [False, False, False]
+    assert "security" in lines[1]["error"]
+
+
+def test_query_log_record_is_pure() -> None:
+    record = log_record("search_knowledge", {"query": "x"}, latency_ms=1.23456, structured={"results": [{"id": "a"}]})
+    assert record["cited"] == ["a"] and record["latencyMs"] == 1.235 and record["task"] == "x"
+
+
+def test_query_log_never_goes_to_stdout(tmp_path: Path) -> None:
+    for name in ("-", "/dev/stdout"):
+        with pytest.raises(ConfigError, match="stdout"):
+            QueryLog(Path(name))
+    with pytest.raises(ConfigError, match="cannot append"):
+        QueryLog(tmp_path / "missing-folder" / "q.jsonl")
+
+
+def test_query_log_is_off_by_default(server: RuledexServer) -> None:
+    assert server.query_log is None
+
+
+# --- odds and ends -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("8765", ("127.0.0.1", 8765)), ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000))],
+)
+def test_parse_http(value: str, expected: tuple[str, int]) -> None:
+    assert parse_http(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "host:", "host:port", "70000"])
+def test_parse_http_refuses_bad_addresses(value: str) -> None:
+    with pytest.raises(ValueError, match="--http"):
+        parse_http(value)
+
+
+def test_server_imports_no_builder_dependency() -> None:
+    heavy = ["marko", "pygit2", "model2vec", "torch", "transformers"]
+    probe = f"import sys, ruledex.reader.server\nprint([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_tool_and_argument_is_documented(server: RuledexServer) -> None:
+    docs = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for tool in with_client(server, lambda c: c.list_tools()).tools:
+        assert f"`{tool.name}`" in docs, tool.name
+        for argument in tool.input_schema.get("properties", {}):
+            assert f"`{argument}`" in docs, f"{tool.name}.{argument}"
+    for option in ("strictLayer", "maxItems", "tokenBudget", "returnKeywords", "confidenceThreshold"):
+        assert f"`{option}`" in docs
+    assert mode_instructions() in docs, "docs/mcp.md shows the mode snippet the server sends"

@@ -1,0 +1,260 @@
+"""``ruledex serve`` end to end: the SDK's client over stdio and over Streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+SERVE = [sys.executable, "-m", "ruledex.reader.cli", "serve"]
+TASKS = [
+    "Add user registration API endpoint",
+    "Add a login button to the header",
+    "Write a database migration that adds a non-null column to the orders table",
+    "Fix the flaky checkout test",
+    "Set up the GitHub Actions deploy pipeline with Docker",
+    "Improve the README with setup instructions",
+    "Add pagination to the orders list endpoint",
+    "Refactor the payment service and add tests",
+    "Store uploaded avatars in S3",
+    "Add structured logging to the worker",
+]
+TIMINGS = ("executionTimeMs", "stageMs")
+
+
+def stable(answer: dict[str, Any]) -> dict[str, Any]:
+    """A query answer minus the fields that measure time."""
+    return {**answer, "diagnostics": {k: v for k, v in answer["diagnostics"].items() if k not in TIMINGS}}
+
+
+async def exercise(client: Client) -> None:
+    """List everything and call every tool with real tasks; assert on the answers."""
+    tools = {t.name for t in (await client.list_tools()).tools}
+    assert tools == {
+        "query_directives",
+        "detect_context",
+        "list_rules",
+        "get_rules",
+        "search_knowledge",
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+    }
+    resources = [r.uri for r in (await client.list_resources()).resources]
+    assert "ruledex://rules/security" in resources
+    assert [p.name for p in (await client.list_prompts()).prompts] == ["architect", "code", "debug"]
+
+    answer = (await client.call_tool("query_directives", {"taskDescription": TASKS[0]})).structured_content
+    assert "security#input-validation-1" in [c["id"] for c in answer["citations"]]
+    assert "[security#input-validation-1]" in answer["context_block"]
+
+    found = (await client.call_tool("detect_context", {"text": TASKS[2]})).structured_content
+    assert found["detectedLayer"] == "4-Persistence"
+
+    rules = (await client.call_tool("list_rules", {})).structured_content["rules"]
+    assert "security" in [r["domain"] for r in rules]
+    document = (await client.call_tool("get_rules", {"domain": "security"})).structured_content
+    assert document["content"].startswith("# ")
+    unknown = await client.call_tool("get_rules", {"domain": "secur"})
+    assert unknown.is_error and "security" in unknown.content[0].text
+
+    hits = (await client.call_tool("search_knowledge", {"query": "password hashing"})).structured_content
+    assert hits["results"] and hits["results"][0]["source"]["rule"] == "security"
+
+    graph = (await client.call_tool("read_graph", {})).structured_content
+    assert any(e["entityType"] == "Rule" for e in graph["entities"])
+    assert any(r["relationType"] == "contains" for r in graph["relations"])
+    nodes = (await client.call_tool("search_nodes", {"query": "input validation"})).structured_content
+    assert nodes["entities"]
+    opened = (await client.call_tool("open_nodes", {"names": ["security"]})).structured_content
+    assert [e["name"] for e in opened["entities"]] == ["security"]
+
+    text = (await client.read_resource("ruledex://rules/security")).contents[0].text
+    assert text == document["content"]
+    prompt = await client.get_prompt("code", {})
+    assert "call query_directives with the full task text" in prompt.messages[0].content.text
+
+    bad = await client.call_tool("query_directives", {"taskDescription": 3})
+    assert bad.is_error and "taskDescription" in bad.content[0].text
+    assert not (await client.call_tool("list_rules", {})).is_error
+
+
+def test_stdio_end_to_end(bundled_index: Path, tmp_path: Path) -> None:
+    log = tmp_path / "queries.jsonl"
+    params = StdioServerParameters(
+        command=SERVE[0], args=[*SERVE[1:], "--index", str(bundled_index), "--log-queries", str(log)]
+    )
+
+    async def main() -> None:
+        with anyio.fail_after(60), (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                assert client.server_info.name == "ruledex"
+                assert "query_directives" in (client.instructions or "")
+                await exercise(client)
+                await client.call_tool("query_directives", {"taskDescription": "password=hunter2 for bob@example.com"})
+
+    anyio.run(main)
+    stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+    assert "serving" in stderr and "over stdio" in stderr
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["tool"] == "query_directives" and "security#input-validation-1" in lines[0]["cited"]
+    assert lines[-1]["task"] == "password=[secret] for [email]"
+
+
+def test_stdio_stdout_carries_only_the_protocol(bundled_index: Path) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"},
+        },
+    }
+    done = subprocess.run(
+        [*SERVE, "--index", str(bundled_index)],
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert messages and all(m["jsonrpc"] == "2.0" for m in messages)
+    assert messages[0]["id"] == 1 and messages[0]["result"]["serverInfo"]["name"] == "ruledex"
+    assert "serving" in done.stderr
+
+
+def test_a_bad_index_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.ruledex"
+    done = subprocess.run(
+        [*SERVE, "--index", str(missing)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert str(missing) in done.stderr and "no such index file" in done.stderr
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.1)
+    raise AssertionError(f"server did not answer {url} within {timeout} s")
+
+
+@pytest.fixture
+def http_server(bundled_index: Path, tmp_path: Path) -> Iterator[str]:
+    """``ruledex serve --http 127.0.0.1:PORT`` as a subprocess; yields the MCP URL, stops it afterwards."""
+    port = free_port()
+    with (tmp_path / "http-stderr.txt").open("wb") as errlog:
+        process = subprocess.Popen(
+            [*SERVE, "--index", str(bundled_index), "--http", f"127.0.0.1:{port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+        )
+        try:
+            health = wait_healthy(f"http://127.0.0.1:{port}/healthz", process)
+            assert health["status"] == "ok" and health["index"]["rules"] > 0
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
+    assert "serving" in (tmp_path / "http-stderr.txt").read_text(encoding="utf-8")
+
+
+def test_http_end_to_end(http_server: str) -> None:
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with Client(http_server) as client:
+                await exercise(client)
+            async with Client(http_server, mode="legacy") as client:
+                assert client.server_info.name == "ruledex"
+                assert not (await client.call_tool("list_rules", {})).is_error
+
+    anyio.run(main)
+    rebinding = urllib.request.Request(
+        http_server, data=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json"}, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebinding, timeout=10)
+    assert refused.value.code in (400, 403, 421)
+    refused.value.close()
+
+
+def test_http_concurrent_clients_get_the_single_client_answers(http_server: str) -> None:
+    async def ask(task: str) -> dict[str, Any]:
+        async with Client(http_server) as client:
+            result = await client.call_tool("query_directives", {"taskDescription": task})
+            assert not result.is_error
+            return stable(result.structured_content)
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        with anyio.fail_after(90):
+            alone = {task: await ask(task) for task in TASKS}
+            together: dict[str, Any] = {}
+
+            async def one(task: str) -> None:
+                together[task] = await ask(task)
+
+            async with anyio.create_task_group() as group:
+                for task in TASKS:
+                    group.start_soon(one, task)
+            return alone, together
+
+    alone, together = anyio.run(main)
+    assert len({json.dumps(a["citations"]) for a in alone.values()}) > 1, "the tasks have different answers"
+    for task in TASKS:
+        assert together[task] == alone[task], task
+
+
+@pytest.mark.skipif(
+    os.environ.get("RULEDEX_TEST_INSPECTOR") != "1" or shutil.which("npx") is None,
+    reason="opt-in (RULEDEX_TEST_INSPECTOR=1): runs the MCP Inspector CLI through npx, which needs the npm registry",
+)
+def test_mcp_inspector_cli_lists_and_calls_tools(bundled_index: Path) -> None:
+    inspector = ["npx", "-y", "@modelcontextprotocol/inspector", "--cli", *SERVE, "--index", str(bundled_index)]
+    listed = subprocess.run([*inspector, "--method", "tools/list"], capture_output=True, text=True, timeout=300)
+    if listed.returncode != 0 and "npm" in listed.stderr.lower():
+        pytest.skip(f"the MCP Inspector could not be installed: {listed.stderr.strip()[-300:]}")
+    assert listed.returncode == 0, listed.stderr
+    assert "query_directives" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    called = subprocess.run(
+        [*inspector, "--method", "tools/call", "--tool-name", "get_rules", "--tool-arg", "domain=security"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert "Application security" in called.stdout
