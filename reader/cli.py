@@ -27,15 +27,33 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def find_index(explicit: str | None) -> Path:
-    """``--index`` if given, else the newest ``*.ruledex`` in ``./dist``."""
+    """The index to open: ``--index``, else the project's pin, else the newest ``*.ruledex`` in ``./dist``.
+
+    A pin (``ruledex.toml`` or ``[tool.ruledex]`` in pyproject.toml, found walking up from the
+    current folder) comes before ``./dist`` because it is the project's declared choice; a URL pin
+    is downloaded once into the user cache, and the pinned sha256 is checked on every call.
+    """
     if explicit:
         return Path(explicit)
+    from .pin import find_pinned_index
+
+    pinned = find_pinned_index(Path.cwd())
+    if pinned is not None:
+        return pinned
     candidates = sorted(Path("dist").glob(f"*{SUFFIX}"), key=lambda p: (p.stat().st_mtime, p.name))
     if not candidates:
         raise ConfigError(
-            "no index given and none found in ./dist; build one with `ruledex build` or pass --index FILE"
+            "no index given, no ruledex.toml pin found from here up, and none in ./dist; pin one with "
+            "`ruledex pin SOURCE`, build one with `ruledex build`, or pass --index FILE"
         )
     return candidates[-1]
+
+
+def _has_index(explicit: str | None) -> bool:
+    """Whether :func:`find_index` has anything to find (``detect`` works without an index)."""
+    from .pin import find_config
+
+    return bool(explicit) or find_config(Path.cwd()) is not None or any(Path("dist").glob(f"*{SUFFIX}"))
 
 
 def _open(args: argparse.Namespace) -> Any:
@@ -91,7 +109,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
-    if args.index or list(Path("dist").glob(f"*{SUFFIX}")):
+    if _has_index(args.index):
         from .query import check_mode, detect_in_index
 
         with _open(args) as index:
@@ -150,14 +168,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     """``ruledex info``."""
     from .format import open_artifact
 
-    with open_artifact(find_index(args.file)) as art:
+    path = find_index(args.file)
+    with open_artifact(path) as art:
         m = art.manifest
         size = art.size
     if args.json:
         _print_json(m)
         return EXIT_OK
     src, model, counts = m.get("source", {}), m.get("model", {}), m.get("counts", {})
-    print(f"file:        {find_index(args.file)} ({size:,} bytes)")
+    print(f"file:        {path} ({size:,} bytes)")
     print(
         f"index:       {m.get('name')} {m.get('version')}  (format {'.'.join(map(str, m['format_version']))}, built by ruledex {m.get('tool', {}).get('version')})"
     )
@@ -241,10 +260,16 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``ruledex serve``: the MCP server (imports the MCP SDK only here)."""
+    from .pin import find_config, read_pin
     from .server import serve
 
+    config = None if args.index else find_config(Path.cwd())
+    pinned = read_pin(config).sha256 if config is not None else None
     return serve(
-        find_index(args.index), http=args.http, log_queries=Path(args.log_queries) if args.log_queries else None
+        pinned_sha256=pinned,
+        index_path=find_index(args.index),
+        http=args.http,
+        log_queries=Path(args.log_queries) if args.log_queries else None,
     )
 
 
@@ -261,8 +286,22 @@ def _add_llm(p: argparse.ArgumentParser) -> None:
     g.add_argument("--llm-api", choices=["ollama", "openai"], help="API flavour (default: from the URL)")
 
 
+def cmd_pin(args: argparse.Namespace) -> int:
+    """``ruledex pin``: verify an index (downloading a URL into the cache) and record it in ruledex.toml."""
+    from .pin import default_config, pin_source, write_pin
+
+    config = Path(args.config) if args.config else default_config(Path.cwd())
+    pin = pin_source(args.source, config)
+    write_pin(config, pin)
+    label = f" ({pin.name})" if pin.name else ""
+    print(f"pinned {pin.source}{label} sha256 {pin.sha256} in {config}")
+    return EXIT_OK
+
+
 def _add_index(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", help="index file (default: the newest *.ruledex in ./dist)")
+    p.add_argument(
+        "--index", help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -294,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--index",
         action="append",
         help="index file; repeat to layer several (organisation, team, project): all answer at once, "
-        "project-scoped rules first (default: the newest *.ruledex in ./dist)",
+        "project-scoped rules first (default: the project's pin, else the newest *.ruledex in ./dist)",
     )
     p.add_argument("--json", action="store_true", help="print {context_block, citations, diagnostics} as JSON")
     p.add_argument("--max-items", type=int, default=8, help="directives to show, clamped to 3-12 (default: 8)")
@@ -416,7 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         epilog="Example: ruledex info dist/rules-v1.2.0.ruledex --json",
     )
-    p.add_argument("file", nargs="?", help="index file (default: the newest in ./dist)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)",
+    )
     p.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
     p.set_defaults(run=cmd_info)
 
@@ -426,9 +469,32 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         epilog="Example: ruledex verify dist/rules-v1.2.0.ruledex",
     )
-    p.add_argument("file", nargs="?", help="index file (default: the newest in ./dist)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=cmd_verify)
+
+    p = sub.add_parser(
+        "pin",
+        help="pin this project to one index file or release URL, by sha256",
+        formatter_class=raw,
+        description="Verify an index (a local file, or an https:// release asset downloaded once into the user "
+        "cache) and write its source and sha256 to ruledex.toml. query, serve and the other commands then use it "
+        "when --index is not given, and refuse it if its sha256 ever differs. Writes the config that applies "
+        "here (found walking up), else ./ruledex.toml; pyproject.toml is never edited: the lines to paste are "
+        "printed instead.",
+        epilog="Example: ruledex pin https://github.com/acme/rules/releases/download/v1.2.0/rules-v1.2.0.ruledex",
+    )
+    p.add_argument("source", help="index file path, or https:// URL of a release asset")
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file to write (default: the one found from here up, else ./ruledex.toml)",
+    )
+    p.set_defaults(run=cmd_pin)
     return parser
 
 

@@ -105,7 +105,7 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     """Make a rename durable where the platform allows it (not on Windows)."""
     if os.name == "nt":
         return
@@ -131,7 +131,7 @@ def write_bytes_atomic(path: Path, chunks: list[bytes] | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:

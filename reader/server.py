@@ -403,12 +403,12 @@ async def _serve_http(server: RuledexServer, host: str, port: int) -> None:
     await uvicorn.Server(config).serve()
 
 
-def serve(index_path: Path, *, http: str | None, log_queries: Path | None) -> int:
+def serve(index_path: Path, *, http: str | None, log_queries: Path | None, pinned_sha256: str | None = None) -> int:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP)."""
     _configure_logging()
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
-    holder = IndexHolder(Path(index_path))
+    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256)
     try:
         server = RuledexServer(holder, query_log=query_log)
         info = tools.index_info(holder.index)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from . import format as fmt
 from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
+from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, check_mode, detect_in_index, query_directives
 from .rank import DEFAULT_WEIGHTS
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
@@ -81,10 +82,15 @@ class Loaded:
 class IndexHolder:
     """The served index: opened once, swapped between requests when its file is replaced."""
 
-    def __init__(self, path: Path, *, check_interval: float = 1.0) -> None:
-        """Open ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); check it at most every ``check_interval`` s."""
+    def __init__(self, path: Path, *, check_interval: float = 1.0, pinned_sha256: str | None = None) -> None:
+        """Open ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); check it at most every ``check_interval`` s.
+
+        With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
+        the pinned file: a pin means one exact rule set, even under hot reload.
+        """
         self.path = Path(path)
         self.check_interval = check_interval
+        self.pinned_sha256 = pinned_sha256
         index = Index(self.path)
         self._current = Loaded(index, file_signature(self.path))
         self._lock = threading.Lock()
@@ -144,6 +150,8 @@ class IndexHolder:
             # structure and every section's CRC-32; not the sidecar, which lands in a second rename
             # just after the index (checking it here refused good releases for a moment)
             fmt.verify(self.path, check_sidecar=False)
+            if self.pinned_sha256 is not None:
+                verify_pinned(self.path, self.pinned_sha256)
             new = Loaded(Index(self.path), signature)
             new.warm()
         except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving

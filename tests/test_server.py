@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from ruledex.builder.build import build
 from ruledex.reader.catalog import render_rule
 from ruledex.reader.errors import ConfigError
 from ruledex.reader.index import Index
@@ -72,7 +73,6 @@ def server(holder: IndexHolder) -> RuledexServer:
 @pytest.fixture(scope="module")
 def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A one-rule index, to swap in for the bundled one."""
-    from ruledex.builder.build import build
 
     folder = tmp_path_factory.mktemp("tiny")
     rules = write_rules(folder / "rules", {"sample.md": rule_doc("- [MUST] Validate every request body.")})
@@ -81,7 +81,6 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def empty_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from ruledex.builder.build import build
 
     folder = tmp_path_factory.mktemp("empty")
     (folder / "rules").mkdir()
@@ -545,3 +544,20 @@ def test_every_tool_and_argument_is_documented(server: RuledexServer) -> None:
     for option in ("strictLayer", "maxItems", "tokenBudget", "returnKeywords", "confidenceThreshold"):
         assert f"`{option}`" in docs
     assert mode_instructions() in docs, "docs/mcp.md shows the mode snippet the server sends"
+
+
+def test_hot_reload_refuses_a_replacement_that_breaks_the_pin(tmp_path: Path, bundled_index: Path) -> None:
+    """A pinned index stays pinned: a rebuilt file with another sha256 is not swapped in."""
+    from ruledex.reader.format import file_sha256
+
+    served = tmp_path / "served.ruledex"
+    shutil.copy(bundled_index, served)
+    holder = IndexHolder(served, check_interval=0.0, pinned_sha256=file_sha256(served))
+    try:
+        before = holder.index
+        rules = write_rules(tmp_path / "other", {"x.md": rule_doc("## S\n\n- [MUST] Do the other thing now.")})
+        os.replace(build(rules, tmp_path / "o.ruledex").path, served)
+        assert holder.maybe_reload() is False
+        assert holder.index is before
+    finally:
+        holder.close()
