@@ -7,6 +7,7 @@ commit, so the same rules and model give a byte-identical file.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
@@ -21,10 +22,11 @@ from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
+from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document
 from .parse import ParsedDocument, parse_document
-from .source import SourceFile, SourceInfo, git_info, read_sources
+from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
 
 Progress = Callable[[str], None]
@@ -49,6 +51,9 @@ class BuildResult:
     directives: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    files: int = 0
+    formats: dict[str, int] = field(default_factory=dict)
+    inferred_severity: int = 0
 
     def summary(self) -> dict[str, Any]:
         """JSON-friendly summary (``ruledex build --json``)."""
@@ -59,18 +64,51 @@ class BuildResult:
             "sections": self.sections,
             "directives": self.directives,
             "seconds": round(self.seconds, 3),
+            "files": self.files,
+            "formats": dict(sorted(self.formats.items())),
+            "inferred_severity": self.inferred_severity,
             "warnings": self.warnings,
         }
 
 
 def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str]]:
-    """Parse every document, collecting every error before failing; duplicate ids are errors."""
-    parsed, errors, warnings = [], [], []
+    """Parse every file, collecting every error before failing; duplicate ids are errors.
+
+    ruledex documents go to the strict parser and their problems are errors. Foreign files
+    (Cursor, AGENTS.md, Copilot ...) go to the adapters; one that cannot be read is skipped with
+    a warning naming it, and the build goes on.
+    """
+    parsed: list[ParsedDocument] = []
+    errors: list[RuleError] = []
+    warnings: list[str] = []
+    foreign: list[SourceFile] = []
     for source in sources:
+        if source.problem:
+            if source.format == RULEDEX:
+                errors.append(RuleError(source.path, source.line, "file", source.problem))
+            else:
+                warnings.append(f"{source.path}:{source.line}: file: {source.problem}; file skipped")
+            continue
+        if source.format != RULEDEX:
+            foreign.append(source)
+            continue
         try:
             doc = parse_document(source.text, source.path)
         except RuleError as exc:
             errors.append(exc)
+            continue
+        parsed.append(doc)
+        warnings.extend(doc.warnings)
+    ids, renamed = assign_ids([s.path for s in foreign], {d.rule.id for d in parsed})
+    warnings.extend(renamed)
+    for source in foreign:
+        try:
+            doc = parse_foreign(source, ids[source.path])
+        except SkipFile as skip:
+            warnings.append(str(skip))
+            continue
+        except Exception as exc:  # a third-party file must never stop the build
+            warnings.append(f"{source.path}:1: file: could not be read ({type(exc).__name__}: {exc}); file skipped")
             continue
         parsed.append(doc)
         warnings.extend(doc.warnings)
@@ -89,6 +127,15 @@ def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str
     if errors:
         raise RuleErrors(errors)
     return parsed, warnings
+
+
+def describe_sources(sources: list[SourceFile]) -> str:
+    """``17 rule documents`` or ``80 rule files (73 cursor, 7 markdown)`` for the progress log."""
+    formats = Counter(s.format for s in sources)
+    if set(formats) <= {RULEDEX}:
+        return f"{len(sources)} rule documents"
+    parts = ", ".join(f"{n} {name}" for name, n in sorted(formats.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{len(sources)} rule files ({parts})"
 
 
 def assemble(parsed: list[ParsedDocument]) -> tuple[list[RuleRecord], list[DirectiveRecord]]:
@@ -206,10 +253,14 @@ def build(
 
         raise ConfigError(f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules")
     sources = read_sources(rules_dir)
-    say(f"found {len(sources)} rule documents in {rules_dir}")
+    say(f"found {describe_sources(sources)} in {rules_dir}")
     parsed, warnings = parse_all(sources)
     rules, directives = assemble(parsed)
-    say(f"parsed {len(rules)} rules, {len(directives)} directives")
+    inferred = sum("severity" in d.inferred for d in directives)
+    say(
+        f"parsed {len(rules)} rules, {len(directives)} directives"
+        + (f" ({inferred} with severity inferred from wording)" if inferred else "")
+    )
     say("loading embedding model" + (f" {model_name}" if model_name else " (bundled, offline)"))
     model = load_model(model_name)
     source = git_info(rules_dir)
@@ -227,4 +278,7 @@ def build(
         directives=len(directives),
         seconds=time.perf_counter() - started,
         warnings=warnings,
+        files=len(sources),
+        formats=dict(Counter(r.format for r in rules)),
+        inferred_severity=inferred,
     )

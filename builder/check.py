@@ -13,11 +13,12 @@ from pathlib import Path
 
 from ruledex.reader.errors import RuleError
 
+from .adapters import SkipFile, assign_ids, parse_foreign
 from .build import build
 from .embed import load_model
 from .lint import Finding, from_rule_error, lint
 from .parse import parse_document
-from .source import read_sources
+from .source import RULEDEX, read_sources
 
 EXAMPLE_DEPTH = 3
 
@@ -65,7 +66,15 @@ def check(
     findings: list[Finding] = []
     parsed = []
     seen: dict[str, str] = {}
+    foreign = []
     for source in sources:
+        if source.problem:
+            level = "error" if source.format == RULEDEX else "warning"
+            findings.append(Finding(source.path, source.line, 1, level, f"file: {source.problem}", "file"))
+            continue
+        if source.format != RULEDEX:
+            foreign.append(source)
+            continue
         try:
             doc = parse_document(source.text, source.path)
         except RuleError as exc:
@@ -83,7 +92,25 @@ def check(
                 )
             )
         seen.setdefault(doc.rule.id, source.path)
-        findings.extend(Finding(*_split_warning(w), "warning", _warning_text(w), "schema") for w in doc.warnings)
+        findings.extend(_warning(w) for w in doc.warnings)
+        parsed.append((doc, source.text))
+    # other tools' files (Cursor, AGENTS.md, Copilot ...) are read leniently, as the build does
+    ids, renamed = assign_ids([s.path for s in foreign], set(seen))
+    findings.extend(_warning(w) for w in renamed)
+    for source in foreign:
+        try:
+            doc = parse_foreign(source, ids[source.path])
+        except SkipFile as skip:
+            findings.append(_warning(str(skip)))
+            continue
+        except Exception as exc:
+            findings.append(
+                Finding(
+                    source.path, 1, 1, "warning", f"could not be read ({type(exc).__name__}: {exc}); skipped", "file"
+                )
+            )
+            continue
+        findings.extend(_warning(w) for w in doc.warnings)
         parsed.append((doc, source.text))
     findings.extend(lint(parsed, load_model().encoder() if parsed else None, today, strict=strict))
     if examples and parsed and not any(f.level == "error" and f.code in ("schema", "duplicate-id") for f in findings):
@@ -95,6 +122,12 @@ def check(
                 built = build(Path(rules_dir), Path(tmp) / "check.ruledex").path
                 findings.extend(example_findings(built, texts, strict))
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+
+
+def _warning(text: str) -> Finding:
+    """A builder warning (``path:line: message``) as a finding."""
+    path, line, col = _split_warning(text)
+    return Finding(path, line, col, "warning", _warning_text(text), "schema")
 
 
 def _split_warning(warning: str) -> tuple[str, int, int]:

@@ -1,4 +1,4 @@
-"""The builder's CLI subcommands (``build``, ``distill``): argument definitions and runners.
+"""The builder's CLI subcommands (``build``, ``import``, ``export``, ``distill``): arguments and runners.
 
 Only argparse is imported here; the builder's heavy dependencies load when a command runs, and a
 missing one is reported with the exact install command.
@@ -31,7 +31,7 @@ def _require_build_deps() -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``build`` and ``distill`` on the CLI's subparsers."""
+    """Register ``build``, ``import``, ``export`` and ``distill`` on the CLI's subparsers."""
     p = sub.add_parser(
         "build",
         help="compile a folder of rule documents into an index file",
@@ -50,6 +50,47 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_build)
+
+    p = sub.add_parser(
+        "import",
+        help="convert Cursor, AGENTS.md, Copilot, Cline, Windsurf or plain markdown rules into ruledex documents",
+        description="Read the rule files other assistants use (.cursor/rules/*.mdc, .cursorrules, AGENTS.md, "
+        "CLAUDE.md, .github/copilot-instructions.md, .github/instructions/*.instructions.md, .clinerules, "
+        ".windsurfrules, .windsurf/rules/*.md, plain markdown) and write one ruledex document per file, with "
+        "inferred layers, topics and [MUST]/[SHOULD]/[MAY] severities to review. Existing files are never "
+        "replaced without --force. See docs/formats.md.",
+        epilog="Example: ruledex import . --out rules/ && ruledex build rules/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source_dir", help="folder holding the foreign rule files (searched recursively)")
+    p.add_argument("--out", required=True, help="folder to write the ruledex documents to")
+    p.add_argument("--force", action="store_true", help="replace files that already exist in --out")
+    p.add_argument("--json", action="store_true", help="print what was written and skipped as JSON")
+    p.set_defaults(run=run_import)
+
+    p = sub.add_parser(
+        "export",
+        help="write an index (or one task's rules) as AGENTS.md, Cursor .mdc or Copilot instructions",
+        description="Write the rules of an index back out for assistants that read files: agents-md "
+        "(AGENTS.md), cursor (.cursor/rules/*.mdc with globs) or copilot (.github/instructions/*.instructions.md "
+        "with applyTo). With --task, only the directives `ruledex query` selects for that task. All files "
+        "together stay within --max-bytes: MUST directives are kept first, and whatever is left out is listed "
+        "on stderr and in a comment at the end of the file. Files not written by ruledex export are never "
+        "replaced without --force.",
+        epilog="Example: ruledex export --format agents-md --out . --max-bytes 16384",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--format", required=True, choices=["agents-md", "cursor", "copilot"], help="output format")
+    p.add_argument("--out", required=True, help="folder to write into (e.g. the repository root)")
+    p.add_argument("--index", help="index file (default: the newest *.ruledex in ./dist)")
+    p.add_argument("--task", help="export only the directives selected for this task")
+    p.add_argument("--max-items", type=int, default=8, help="with --task: directives to select, 3-12 (default: 8)")
+    p.add_argument(
+        "--max-bytes", type=int, default=32768, help="budget for all files written together (default: 32768)"
+    )
+    p.add_argument("--force", action="store_true", help="replace files that ruledex export did not write")
+    p.add_argument("--json", action="store_true", help="print the export summary as JSON")
+    p.set_defaults(run=run_export)
 
     p = sub.add_parser(
         "distill",
@@ -90,14 +131,68 @@ def run_build(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
+        inferred = f" ({result.inferred_severity} with inferred severity)" if result.inferred_severity else ""
         print(
-            f"Built {result.path}: {result.rules} rules, {result.sections} sections, {result.directives} directives "
-            f"in {result.seconds:.2f} s (sha256 {result.sha256[:16]}...)"
+            f"Built {result.path}: {result.rules} rules, {result.sections} sections, {result.directives} directives"
+            f"{inferred} in {result.seconds:.2f} s (sha256 {result.sha256[:16]}...)"
         )
     if result.warnings and not args.json:
         print(f"{len(result.warnings)} warning(s):", file=sys.stderr)
         for warning in result.warnings:
             print(f"  {warning}", file=sys.stderr)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """``ruledex import``."""
+    _require_build_deps()
+    from .importer import import_rules
+
+    result = import_rules(Path(args.source_dir), Path(args.out), force=args.force)
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+    else:
+        for f in result.files:
+            print(
+                f"{f.source} -> {Path(args.out) / f.target} ({f.directives} directives, "
+                f"{f.inferred_severity} with inferred severity)"
+            )
+        print(f"Imported {len(result.files)} file(s) into {args.out}; review them, then run `ruledex build {args.out}`")
+    for line in [*result.warnings, *result.skipped]:
+        print(f"  {line}", file=sys.stderr)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``ruledex export`` (reader-side: needs no builder dependency)."""
+    from ruledex.reader.cli import find_index
+    from ruledex.reader.export import export_index, write_export
+    from ruledex.reader.index import Index
+
+    options = {"maxItems": args.max_items}
+    with Index(find_index(args.index)) as index:
+        result = export_index(index, args.format, args.max_bytes, task=args.task, options=options)
+    written = write_export(result, Path(args.out), force=args.force)
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+    else:
+        for path in written:
+            print(path)
+        print(
+            f"Exported {len(result.included)} directive(s) as {args.format} in {len(written)} file(s), "
+            f"{result.size} of {result.max_bytes} bytes"
+        )
+    if result.omitted:
+        counts = ", ".join(f"{n} {s}" for s, n in result.severities_omitted.items() if n)
+        print(
+            f"ruledex export: left out {len(result.omitted)} directive(s) ({counts}) to stay within "
+            f"--max-bytes {result.max_bytes}:",
+            file=sys.stderr,
+        )
+        for directive_id in result.omitted:
+            print(f"  {directive_id}", file=sys.stderr)
+        if result.omitted_rules:
+            print(f"  whole rules left out: {', '.join(result.omitted_rules)}", file=sys.stderr)
     return 0
 
 

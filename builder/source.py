@@ -1,6 +1,7 @@
-"""Find the rule documents to build and the git facts about them (pygit2), from a folder.
+"""Find the rule files to build and the git facts about them (pygit2), from a folder.
 
-Files are read from the working tree in sorted path order. When the folder is inside a git
+Rule files are ruledex's own documents (``*.md`` with front matter naming layers and topics) and
+other tools' rule files, by path (:func:`path_format`; docs/formats.md lists them). Files are read from the working tree in sorted path order. When the folder is inside a git
 repository, the manifest records its repository, commit, ref, the commit time (the build time, so
 builds are reproducible) and whether the rules have uncommitted changes (``dirty``).
 """
@@ -8,22 +9,56 @@ builds are reproducible) and whether the rules have uncommitted changes (``dirty
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-RULE_SUFFIXES = (".md",)
+RULE_SUFFIXES = (".md", ".mdc")
 SKIP_NAMES = frozenset({"readme.md", "contributing.md", "changelog.md", "license.md"})
 MAX_RULE_BYTES = 1_000_000
 """Rule files above this size are refused: a rule document is prose, not a data dump."""
 
+MAX_FOREIGN_BYTES = 256_000
+"""Foreign rule files (Cursor, AGENTS.md ...) above this size are skipped with a warning.
+
+Every directive of a file shares its title and context, so a file this big (some 40,000 words,
+hundreds of directives) is a pasted manual rather than rules; split it by topic instead.
+"""
+
+RULEDEX = "ruledex"
+"""The format name of ruledex's own rule documents (strict: their problems are errors)."""
+
+FOREIGN_FORMATS: tuple[str, ...] = (
+    "cursor",
+    "cursorrules",
+    "agents-md",
+    "claude-md",
+    "copilot",
+    "cline",
+    "windsurf",
+    "markdown",
+)
+"""Formats of other tools' rule files that the builder reads by inference (docs/formats.md)."""
+
+_RULE_DOT_DIRS = frozenset({".cursor", ".github", ".windsurf", ".clinerules"})
+_PRUNE_DIRS = frozenset({"node_modules"})
+_RULEDEX_KEY = re.compile(r"^(?:layers?|topics|authoritative_for|when_to_apply)\s*:")
+
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One rule document: its path relative to the rules root (``/``-separated) and its text."""
+    """One rule file: path relative to the rules root (``/``-separated), text and format.
+
+    ``problem`` is set when the file could not be read (not UTF-8, too big, empty): for a ruledex
+    document it becomes an error at ``path:line``, for a foreign file a warning and a skip.
+    """
 
     path: str
     text: str
+    format: str = RULEDEX
+    problem: str = ""
+    line: int = 1
 
 
 @dataclass(frozen=True)
@@ -51,39 +86,108 @@ class SourceInfo:
         return f"{label}-dirty" if self.dirty and self.commit else label
 
 
+def path_format(rel: str) -> str | None:
+    """The format a file's path says it has, or None when it is not a rule file.
+
+    Dot and underscore folders are skipped, except the folders other tools keep rules in:
+    ``.cursor/rules/``, ``.github/`` (Copilot), ``.windsurf/rules/`` and ``.clinerules/``.
+    """
+    parts = rel.split("/")
+    name, dirs = parts[-1], parts[:-1]
+    lower = name.lower()
+    joined = "/" + "/".join(dirs) + "/"
+    if any(d.startswith("_") or d in _PRUNE_DIRS for d in dirs):
+        return None
+    if ".clinerules" in dirs:
+        return "cline" if Path(lower).suffix in ("", ".md", ".txt") and not lower.startswith(".") else None
+    special = {".cursorrules": "cursorrules", ".windsurfrules": "windsurf", ".clinerules": "cline"}
+    if name in special:
+        return special[name]
+    if lower.endswith(".mdc"):
+        return "cursor" if not lower.startswith(("_", ".")) else None
+    if not lower.endswith(".md") or lower.startswith(("_", ".")):
+        return None
+    if "/.cursor/rules/" in joined:
+        return "cursor"
+    if "/.windsurf/rules/" in joined:
+        return "windsurf"
+    if dirs and dirs[-1] == ".github" and lower == "copilot-instructions.md":
+        return "copilot"
+    if "/.github/instructions/" in joined and lower.endswith(".instructions.md"):
+        return "copilot"
+    if any(d.startswith(".") for d in dirs):
+        return None
+    if lower in ("agents.md", "claude.md", "claude.local.md"):
+        return "agents-md" if lower == "agents.md" else "claude-md"
+    return None if lower in SKIP_NAMES else "markdown"
+
+
 def rule_files(root: Path) -> list[Path]:
-    """Rule documents under ``root`` in a stable order, skipping README/CONTRIBUTING and dot/underscore paths."""
+    """Rule files under ``root`` in a stable (sorted path) order; see :func:`path_format`."""
     found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if any(part.startswith((".", "_")) for part in rel.parts):
-            continue
-        if path.is_file() and path.suffix.lower() in RULE_SUFFIXES and path.name.lower() not in SKIP_NAMES:
-            found.append(path)
+    for folder, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in _PRUNE_DIRS and (not d.startswith((".", "_")) or d in _RULE_DOT_DIRS)
+        )
+        for name in filenames:
+            path = Path(folder) / name
+            if path_format(path.relative_to(root).as_posix()) and path.is_file():
+                found.append(path)
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
+def looks_like_ruledex(text: str) -> bool:
+    """Whether a file opens with front matter that has ruledex keys (layers, topics ...).
+
+    Such a file is one of ruledex's own documents even when its YAML is broken, so its
+    problems are errors for its author, never a silent fallback to inference.
+    """
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").split("\n")
+    if not lines or lines[0].strip() != "---":
+        return False
+    for line in lines[1:400]:
+        if line.strip() in ("---", "..."):
+            return False
+        if _RULEDEX_KEY.match(line):
+            return True
+    return False
+
+
+def read_source(root: Path, path: Path) -> SourceFile:
+    """Read one rule file; a problem is recorded on the result, never raised."""
+    rel = path.relative_to(root).as_posix()
+    kind = path_format(rel) or "markdown"
+    data = path.read_bytes()
+    head = data[:16384].decode("utf-8", errors="replace")
+    fmt = RULEDEX if rel.lower().endswith(RULE_SUFFIXES) and looks_like_ruledex(head) else kind
+    limit = MAX_RULE_BYTES if fmt == RULEDEX else MAX_FOREIGN_BYTES
+    if len(data) > limit:
+        what = "rule document" if fmt == RULEDEX else f"{kind} rule file"
+        return SourceFile(rel, "", fmt, f"{len(data)} bytes exceeds the {limit}-byte limit for a {what}; split it")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return SourceFile(rel, "", fmt, "is not UTF-8; re-save it as UTF-8", line)
+    if fmt != RULEDEX and not text.strip("\ufeff \t\r\n"):
+        return SourceFile(rel, "", fmt, "is empty")
+    return SourceFile(rel, text, fmt)
+
+
 def read_sources(root: Path) -> list[SourceFile]:
-    """Read the rule documents as UTF-8 text (errors name the file and say what to do)."""
+    """Read every rule file under ``root`` as UTF-8 text, in sorted path order.
+
+    A ruledex document that cannot be read raises :class:`RuleError` (as it always has); a
+    foreign file that cannot be read comes back with ``problem`` set, for a warning and a skip.
+    """
     from ruledex.reader.errors import RuleError
 
     out = []
     for path in rule_files(root):
-        rel = path.relative_to(root).as_posix()
-        data = path.read_bytes()
-        if len(data) > MAX_RULE_BYTES:
-            raise RuleError(
-                rel,
-                1,
-                "file",
-                f"{len(data)} bytes exceeds the {MAX_RULE_BYTES}-byte limit for a rule document; split it",
-            )
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise RuleError(rel, line, "file", "is not UTF-8; re-save it as UTF-8") from None
-        out.append(SourceFile(rel, text))
+        source = read_source(root, path)
+        if source.problem and source.format == RULEDEX:
+            raise RuleError(source.path, source.line, "file", source.problem)
+        out.append(source)
     return out
 
 

@@ -36,7 +36,14 @@ class _Row:
 
 @dataclass(frozen=True)
 class RuleRecord(_Row):
-    """One rule document: its front matter, description and where its directives are."""
+    """One rule document: its front matter, description and where its directives are.
+
+    The fields from ``globs`` on came with foreign rule files (docs/formats.md): ``globs`` are the
+    file patterns the rule applies to (Cursor ``globs``, Copilot ``applyTo``, a nested AGENTS.md's
+    folder; empty: no file restriction), ``always_apply`` marks rules the source tool always loads,
+    ``format`` names the source format, ``technologies`` those the text names, and ``inferred``
+    the rule fields that were inferred rather than written.
+    """
 
     id: str
     title: str
@@ -55,6 +62,11 @@ class RuleRecord(_Row):
     first_directive: int = 0
     directive_count: int = 0
     last_updated: str = ""
+    globs: tuple[str, ...] = ()
+    always_apply: bool = False
+    format: str = "ruledex"
+    technologies: tuple[str, ...] = ()
+    inferred: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

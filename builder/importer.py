@@ -1,0 +1,226 @@
+"""``ruledex import``: convert other tools' rule files into ruledex's own format, for curation.
+
+Each foreign file (Cursor, AGENTS.md, Copilot ... -- see :mod:`ruledex.builder.adapters`) becomes
+one ruledex document: front matter with the inferred ``layers``, ``topics``,
+``authoritative_for`` and ``when_to_apply``, and every directive as a ``[MUST]``/``[SHOULD]``/
+``[MAY]`` list item under its section, with its rationale, code examples and a ``Layer:`` /
+``Topics:`` line where it differs from the rule's. A comment at the top of the front matter says
+where the file came from, what was inferred, and the source's globs (ruledex's front matter has
+no field for them yet), so a reviewer knows what to check.
+
+Every output is checked with the strict parser before anything is written, so the result
+builds; files are written atomically, and an existing file is never replaced without ``force``.
+Output paths follow the rule ids (``pkg/api/AGENTS.md`` -> ``pkg/api/agents.md``), so directive
+ids stay the same across the move.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruledex.reader.errors import ConfigError, RuleError
+from ruledex.reader.format import write_bytes_atomic
+from ruledex.reader.records import DirectiveRecord, RuleRecord
+
+from .adapters import SkipFile, assign_ids, parse_foreign
+from .parse import _LABEL, ParsedDocument, parse_document
+from .source import RULEDEX, SKIP_NAMES, read_sources
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """One converted document: where it came from, where it goes, and its text."""
+
+    source: str
+    target: str
+    text: str
+    directives: int
+    inferred_severity: int
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote, and what it skipped or warned about."""
+
+    files: list[ImportedFile]
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly summary (``ruledex import --json``)."""
+        return {
+            "files": [
+                {
+                    "source": f.source,
+                    "target": f.target,
+                    "directives": f.directives,
+                    "inferredSeverity": f.inferred_severity,
+                }
+                for f in self.files
+            ],
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+        }
+
+
+def _q(value: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _flow(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(_q(v) for v in values) + "]"
+
+
+def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[str]:
+    inferred = sum("severity" in d.inferred for d in directives)
+    lines = [
+        "---",
+        f"# Imported by `ruledex import` from {rule.path} ({rule.format}). Review before relying on it:",
+        f"# the severity of {inferred} of {len(directives)} directives was inferred from wording; "
+        f"{', '.join(rule.inferred) or 'nothing else'} inferred from the text.",
+    ]
+    if rule.globs:
+        lines.append(f"# {rule.format} applied this rule to files matching: {', '.join(rule.globs)}")
+    if rule.always_apply:
+        lines.append(f"# {rule.format} always applied this rule (alwaysApply).")
+    if rule.technologies:
+        lines.append(f"# technologies: {', '.join(rule.technologies)}")
+    lines += [f"title: {_q(rule.title)}", f"layers: {_flow(rule.layers)}", f"topics: {_flow(rule.topics)}"]
+    if rule.authoritative_for:
+        lines.append(f"authoritative_for: {_flow(rule.authoritative_for)}")
+    if rule.when_to_apply:
+        lines.append("when_to_apply:")
+        lines.extend(f"  - {_q(w)}" for w in rule.when_to_apply)
+    if rule.description:
+        lines.append(f"description: {_q(rule.description)}")
+    if rule.version:
+        lines.append(f"version: {_q(rule.version)}")
+    return [*lines, "---", ""]
+
+
+def _first_line(text: str) -> str:
+    """A directive's first line, made safe for the strict parser (no leading ``Label:``)."""
+    line = " ".join(text.split())
+    match = _LABEL.match(line)
+    return f"{match.group(1)} — {match.group(2)}" if match else line
+
+
+def _fence(code: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _item(d: DirectiveRecord, rule: RuleRecord) -> list[str]:
+    first, *rest = d.text.strip().split("\n")
+    out = [f"- [{d.severity}] {_first_line(first)}"]
+    if d.rationale:
+        out.append(f"  Rationale: {' '.join(d.rationale.split())}")
+    if d.layers != rule.layers:
+        out.append(f"  Layer: {', '.join(d.layers)}")
+    if d.topics != rule.topics:
+        out.append(f"  Topics: {', '.join(d.topics)}")
+    checklist = [line.strip() for line in rest if line.strip()]
+    if checklist:  # after a blank line, so the labels above stay out of it
+        out += ["", *(f"  {line}" for line in checklist)]
+    for lang, code in d.examples:
+        fence = _fence(code)
+        out.append(f"  {fence}{lang}")
+        out.extend(f"  {line}" if line.strip() else "" for line in code.split("\n"))
+        out.append(f"  {fence}")
+    return out
+
+
+def render_ruledex(doc: ParsedDocument) -> str:
+    """A parsed foreign document as a ruledex rule document (front matter + ``[MUST]`` items)."""
+    rule = doc.rule
+    lines = [*_front_matter(rule, doc.directives), f"# {' '.join(rule.title.split())}", ""]
+    groups: dict[tuple[str, ...], list[DirectiveRecord]] = {}
+    for d in doc.directives:
+        groups.setdefault(d.section, []).append(d)
+    previous: tuple[str, ...] = ()
+    for section in sorted(groups, key=lambda s: (len(s) > 0, list(groups).index(s))):
+        common = 0
+        while common < min(len(section), len(previous)) and section[common] == previous[common]:
+            common += 1
+        if section and common == len(section):
+            common -= 1  # back to a parent section: repeat its heading
+        for depth in range(common, len(section)):
+            lines += [f"{'#' * min(6, depth + 2)} {' '.join(section[depth].split())}", ""]
+        for d in groups[section]:
+            lines.extend(_item(d, rule))
+        lines.append("")
+        previous = section
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _target(rule_id: str) -> str:
+    target = f"{rule_id}.md"
+    name = target.rsplit("/", 1)[-1]
+    if name.lower() in SKIP_NAMES or name.startswith(("_", ".")):
+        target = f"{rule_id}-rules.md"
+    return target
+
+
+def plan_import(source_dir: Path) -> ImportResult:
+    """Convert every foreign file under ``source_dir`` (no I/O beyond reading)."""
+    sources = read_sources(Path(source_dir))
+    result = ImportResult([])
+    foreign = []
+    for source in sources:
+        if source.format == RULEDEX:
+            result.skipped.append(f"{source.path}: already a ruledex document; left as it is")
+        elif source.problem:
+            result.skipped.append(f"{source.path}:{source.line}: file: {source.problem}; file skipped")
+        else:
+            foreign.append(source)
+    ids, renamed = assign_ids([s.path for s in foreign], set())
+    result.warnings.extend(renamed)
+    for source in foreign:
+        try:
+            doc = parse_foreign(source, ids[source.path])
+        except SkipFile as skip:
+            result.skipped.append(str(skip))
+            continue
+        text = render_ruledex(doc)
+        target = _target(doc.rule.id)
+        try:
+            parse_document(text, target)
+        except RuleError as exc:  # pragma: no cover - a bug in render_ruledex, never the user's
+            raise ConfigError(f"import produced an invalid document from {source.path}: {exc}; please report") from None
+        result.files.append(
+            ImportedFile(
+                source=source.path,
+                target=target,
+                text=text,
+                directives=len(doc.directives),
+                inferred_severity=sum("severity" in d.inferred for d in doc.directives),
+            )
+        )
+    return result
+
+
+def import_rules(source_dir: Path, out_dir: Path, *, force: bool = False) -> ImportResult:
+    """Convert foreign rule files into ruledex documents under ``out_dir``, atomically.
+
+    Raises:
+        ConfigError: ``source_dir`` is not a folder, or a target file exists and ``force`` is off
+            (then nothing is written).
+    """
+    source_dir, out_dir = Path(source_dir), Path(out_dir)
+    if not source_dir.is_dir():
+        raise ConfigError(f"{source_dir}: not a folder; pass the folder that holds your rule files")
+    result = plan_import(source_dir)
+    existing = [str(out_dir / f.target) for f in result.files if (out_dir / f.target).exists()]
+    if existing and not force:
+        raise ConfigError(
+            f"{', '.join(existing)}: already exists; nothing was written. Pass --force to replace, "
+            "or import into another folder"
+        )
+    for file in result.files:
+        write_bytes_atomic(out_dir / file.target, file.text.encode())
+    return result

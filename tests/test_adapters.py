@@ -1,0 +1,532 @@
+"""Issue 6: other tools' rule files (Cursor, AGENTS.md, CLAUDE.md, Copilot, Cline, Windsurf, plain
+markdown) become rules, sections and directives, with inferred severity and kept globs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ruledex.builder.adapters import assign_ids, parse_foreign, preferred_id, read_front_matter
+from ruledex.builder.blobs import js_to_markdown
+from ruledex.builder.build import parse_all
+from ruledex.builder.infer import chunk, infer_severity, is_instruction, split_sentences
+from ruledex.builder.parse import ParsedDocument
+from ruledex.builder.source import MAX_FOREIGN_BYTES, path_format, read_sources
+from ruledex.reader.errors import RuleError, RuleErrors
+from ruledex.reader.globs import expand_braces, glob_match, globs_match, matching_rules
+from ruledex.reader.records import RuleRecord
+
+from .conftest import rule_doc, write_rules
+
+
+def parse_folder(folder: Path) -> tuple[dict[str, ParsedDocument], list[str]]:
+    parsed, warnings = parse_all(read_sources(folder))
+    return {doc.rule.path: doc for doc in parsed}, warnings
+
+
+def texts(doc: ParsedDocument) -> list[tuple[str, str]]:
+    return [(d.severity, d.text) for d in doc.directives]
+
+
+CURSOR_MDC = """
+---
+description: React component rules for the web app
+globs: **/*.tsx, src/components/**/*.{ts,tsx}
+alwaysApply: false
+---
+# React rules
+
+## Components
+- Always use function components with hooks.
+- Prefer composition over inheritance.
+- You may colocate small helper hooks with the component.
+- Keep components small
+
+## State
+Never mutate state in place. It breaks memoisation.
+Consider a reducer when state has more than three fields.
+"""
+
+
+def test_cursor_mdc_maps_front_matter_sections_and_severities(tmp_path: Path) -> None:
+    docs, warnings = parse_folder(write_rules(tmp_path / "repo", {".cursor/rules/react.mdc": CURSOR_MDC}))
+    doc = docs[".cursor/rules/react.mdc"]
+    assert warnings == []
+    assert doc.rule.id == "react"
+    assert doc.rule.format == "cursor"
+    assert doc.rule.title == "React rules"
+    assert doc.rule.globs == ("**/*.tsx", "src/components/**/*.{ts,tsx}")
+    assert doc.rule.always_apply is False
+    assert doc.rule.description == "React component rules for the web app"
+    assert doc.rule.when_to_apply[0] == "React component rules for the web app"
+    assert "react" in doc.rule.technologies
+    assert texts(doc) == [
+        ("MUST", "Always use function components with hooks."),
+        ("SHOULD", "Prefer composition over inheritance."),
+        ("MAY", "You may colocate small helper hooks with the component."),
+        ("SHOULD", "Keep components small"),
+        ("MUST", "Never mutate state in place."),
+        ("MAY", "Consider a reducer when state has more than three fields."),
+    ]
+    never = doc.directives[4]
+    assert never.rationale == "It breaks memoisation."
+    assert never.section == ("State",)
+    assert never.id == "react#state-1"
+    assert never.line == 15
+    assert all(d.inferred == ("severity", "layers", "topics") for d in doc.directives)
+    assert doc.directives[0].layers == ("1-Presentation",)  # "component" names the layer
+
+
+def test_cursor_always_apply_and_quoted_yaml_globs(tmp_path: Path) -> None:
+    text = '---\ndescription: "Core rules"\nglobs: ["src/**/*.py", "tests/**"]\nalwaysApply: true\n---\n- Never commit secrets.\n'
+    docs, _ = parse_folder(write_rules(tmp_path / "r", {"core.mdc": text}))
+    rule = docs["core.mdc"].rule
+    assert rule.globs == ("src/**/*.py", "tests/**")
+    assert rule.always_apply is True
+    assert rule.description == "Core rules"
+
+
+def test_legacy_cursorrules_prose_persona_and_code(tmp_path: Path) -> None:
+    text = """
+    You are an expert in Python and FastAPI.
+
+    Use type hints for every function signature. Pydantic models validate the input for you.
+    Do not use mutable default arguments.
+
+    ```python
+    def handler(items: list[str] | None = None) -> None: ...
+    ```
+    """
+    docs, _ = parse_folder(write_rules(tmp_path / "repo", {".cursorrules": text}))
+    doc = docs[".cursorrules"]
+    assert doc.rule.format == "cursorrules"
+    assert doc.rule.id == "cursorrules"
+    assert doc.rule.title == "Cursor rules"
+    assert texts(doc) == [
+        ("SHOULD", "Use type hints for every function signature."),
+        ("MUST", "Do not use mutable default arguments."),
+    ]
+    assert doc.directives[0].rationale == "Pydantic models validate the input for you."
+    assert doc.directives[1].examples == (("python", "def handler(items: list[str] | None = None) -> None: ..."),)
+    assert "fastapi" in doc.rule.technologies
+
+
+def test_agents_md_nested_applies_to_its_folder(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "repo",
+        {
+            "AGENTS.md": "# Agent guide\n\n## Testing\n- Run `pytest -q` before every commit.\n",
+            "services/api/AGENTS.md": "- Validate request bodies with Pydantic models.\n- Return RFC 9457 problem details on errors.\n",
+            "CLAUDE.md": "## Style\n- Never use `print` for logging.\n",
+        },
+    )
+    docs, _ = parse_folder(root)
+    top, nested, claude = docs["AGENTS.md"], docs["services/api/AGENTS.md"], docs["CLAUDE.md"]
+    assert (top.rule.id, top.rule.globs, top.rule.format) == ("agents", (), "agents-md")
+    assert (nested.rule.id, nested.rule.globs) == ("services/api/agents", ("services/api/**",))
+    assert nested.rule.title == "AGENTS.md (services/api)"
+    assert texts(nested) == [
+        ("SHOULD", "Validate request bodies with Pydantic models."),
+        ("SHOULD", "Return RFC 9457 problem details on errors."),
+    ]
+    assert nested.directives[0].id == "services/api/agents#top-1"
+    assert (claude.rule.format, texts(claude)) == ("claude-md", [("MUST", "Never use `print` for logging.")])
+
+
+def test_copilot_instructions_and_apply_to(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "repo",
+        {
+            ".github/copilot-instructions.md": "Always write tests for new endpoints.\n",
+            ".github/instructions/sql.instructions.md": (
+                '---\napplyTo: "**/*.sql,db/migrations/**"\n---\n'
+                "- Migrations MUST be reversible.\n- Should not lock large tables.\n"
+            ),
+            ".github/workflows/ci.md": "- Not a rule file.\n",
+        },
+    )
+    docs, _ = parse_folder(root)
+    assert set(docs) == {".github/copilot-instructions.md", ".github/instructions/sql.instructions.md"}
+    repo_wide, scoped = docs[".github/copilot-instructions.md"], docs[".github/instructions/sql.instructions.md"]
+    assert (repo_wide.rule.id, repo_wide.rule.globs) == ("copilot-instructions", ())
+    assert texts(repo_wide) == [("MUST", "Always write tests for new endpoints.")]
+    assert (scoped.rule.id, scoped.rule.format) == ("sql", "copilot")
+    assert scoped.rule.globs == ("**/*.sql", "db/migrations/**")
+    assert texts(scoped) == [("MUST", "Migrations MUST be reversible."), ("SHOULD", "Should not lock large tables.")]
+    assert scoped.directives[0].layers == ("4-Persistence",)
+
+
+def test_cline_and_windsurf(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "repo",
+        {
+            ".clinerules/10-style.md": "- Prefer small pure functions.\n",
+            ".clinerules/20-git.txt": "- Never force-push to main.\n",
+            ".windsurfrules": "- Document every public function.\n",
+            ".windsurf/rules/api.md": "---\ntrigger: always_on\n---\n- Version the public API.\n",
+            ".windsurf/rules/ui.md": "---\ntrigger: glob\nglobs: web/**/*.vue\n---\n- Use the design-system buttons.\n",
+        },
+    )
+    docs, _ = parse_folder(root)
+    assert {p: d.rule.format for p, d in docs.items()} == {
+        ".clinerules/10-style.md": "cline",
+        ".clinerules/20-git.txt": "cline",
+        ".windsurfrules": "windsurf",
+        ".windsurf/rules/api.md": "windsurf",
+        ".windsurf/rules/ui.md": "windsurf",
+    }
+    assert docs[".clinerules/20-git.txt"].directives[0].severity == "MUST"
+    assert docs[".windsurf/rules/api.md"].rule.always_apply is True
+    assert docs[".windsurf/rules/ui.md"].rule.globs == ("web/**/*.vue",)
+    assert docs[".windsurf/rules/ui.md"].rule.always_apply is False
+
+
+def test_plain_markdown_one_file_per_domain(tmp_path: Path) -> None:
+    text = """
+    # React
+
+    Last Updated: 2025-03-01
+    Description: How we write React components
+    Version: 1.4
+
+    ## Hooks
+    - Call hooks only at the top level of a component.
+    """
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"react.md": text}))
+    rule = docs["react.md"].rule
+    assert (rule.id, rule.format, rule.title) == ("react", "markdown", "React")
+    assert (rule.last_updated, rule.version, rule.description) == ("2025-03-01", "1.4", "How we write React components")
+    assert rule.when_to_apply[0] == "How we write React components"
+    assert texts(docs["react.md"]) == [("SHOULD", "Call hooks only at the top level of a component.")]
+
+
+def test_file_named_after_a_topic_is_authoritative_for_it(tmp_path: Path) -> None:
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"database.md": "- Index every foreign key column.\n"}))
+    rule = docs["database.md"].rule
+    assert rule.authoritative_for == ("database",)
+    assert "database" in rule.topics
+    assert "authoritative_for" in rule.inferred
+
+
+def test_ruledex_documents_still_use_the_strict_parser(tmp_path: Path) -> None:
+    good = rule_doc("## S\n\n- [MUST] Do the thing.")
+    root = write_rules(tmp_path / "rules", {"own.md": good, "team.mdc": "- Prefer small commits.\n"})
+    docs, _ = parse_folder(root)
+    assert docs["own.md"].rule.format == "ruledex"
+    assert docs["own.md"].directives[0].inferred == ()
+    assert docs["team.mdc"].rule.format == "cursor"
+    (root / "bad.md").write_text(rule_doc("## S\n\n- Missing marker.", id="bad"), encoding="utf-8")
+    with pytest.raises(RuleErrors, match=r"bad\.md:15: directive: list item has no severity marker"):
+        parse_all(read_sources(root))
+
+
+def test_ruledex_front_matter_with_broken_yaml_is_an_error_not_a_fallback(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "rules", {"x.md": "---\nlayers: [2-Application\ntopics: [api]\n---\n- [MUST] Do it.\n"}
+    )
+    with pytest.raises(RuleErrors, match=r"x\.md:2: front matter: invalid YAML"):
+        parse_all(read_sources(root))
+
+
+def test_unreadable_foreign_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "rules",
+        {
+            "ok.mdc": "- Use UTC timestamps everywhere.\n",
+            "empty.mdc": "\n\n",
+            "broken.mdc": "---\ndescription: x\nthis line is not a key\nglobs: a\n---\n- Use X.\n",
+            "unclosed.mdc": "---\ndescription: never closed\n- Use X.\n",
+            "prose.md": "Our team loves clean code and good coffee.\n",
+        },
+    )
+    (root / "latin1.mdc").write_bytes("- Évitez les globals.\n".encode("latin-1"))
+    (root / "huge.mdc").write_bytes(b"- Use a linter.\n" * (MAX_FOREIGN_BYTES // 16 + 1))
+    docs, warnings = parse_folder(root)
+    assert set(docs) == {"ok.mdc"}
+    joined = "\n".join(warnings)
+    assert "empty.mdc:1: file: is empty; file skipped" in joined
+    assert "broken.mdc:3: front matter: cannot read 'this line is not a key'" in joined
+    assert "unclosed.mdc:1: front matter: opened with '---' but never closed; file skipped" in joined
+    assert "prose.md:1: directives: none found" in joined
+    assert "latin1.mdc:1: file: is not UTF-8; re-save it as UTF-8; file skipped" in joined
+    assert f"exceeds the {MAX_FOREIGN_BYTES}-byte limit" in joined and "huge.mdc" in joined
+
+
+def test_unreadable_ruledex_document_is_still_an_error(tmp_path: Path) -> None:
+    root = tmp_path / "rules"
+    root.mkdir()
+    (root / "own.md").write_bytes(rule_doc("## S\n\n- [MUST] Évitez.").encode("latin-1"))
+    with pytest.raises(RuleError, match=r"own\.md:\d+: file: is not UTF-8"):
+        read_sources(root)
+
+
+def test_which_paths_are_rule_files() -> None:
+    cases = {
+        "react.mdc": "cursor",
+        ".cursor/rules/a/b.mdc": "cursor",
+        ".cursor/rules/a.md": "cursor",
+        ".cursorrules": "cursorrules",
+        "pkg/.cursorrules": "cursorrules",
+        "AGENTS.md": "agents-md",
+        "pkg/CLAUDE.md": "claude-md",
+        ".github/copilot-instructions.md": "copilot",
+        ".github/instructions/x.instructions.md": "copilot",
+        ".github/instructions/x.md": None,
+        ".github/workflows/ci.md": None,
+        ".clinerules": "cline",
+        ".clinerules/a.md": "cline",
+        ".windsurfrules": "windsurf",
+        ".windsurf/rules/a.md": "windsurf",
+        "rules/react.md": "markdown",
+        "README.md": None,
+        "_drafts/x.md": None,
+        ".hidden/x.md": None,
+        "notes.txt": None,
+    }
+    assert {p: path_format(p) for p in cases} == cases
+
+
+def test_ids_are_short_unique_and_stable() -> None:
+    assert preferred_id(".cursor/rules/react.mdc") == "react"
+    assert preferred_id("pkg/.cursor/rules/react.mdc") == "pkg/react"
+    assert preferred_id(".github/instructions/db.instructions.md") == "db"
+    assert preferred_id("services/api/AGENTS.md") == "services/api/agents"
+    ids, warnings = assign_ids(["react.mdc", ".cursor/rules/react.mdc", "vue.mdc"], {"vue"})
+    assert ids == {"react.mdc": "react-mdc", ".cursor/rules/react.mdc": "cursor/rules/react-mdc", "vue.mdc": "vue-mdc"}
+    assert len(warnings) == 3 and all("using" in w for w in warnings)
+
+
+def test_nested_cursor_rules_are_scoped_to_their_folder(tmp_path: Path) -> None:
+    root = write_rules(
+        tmp_path / "repo",
+        {
+            "web/.cursor/rules/ui.mdc": "---\nglobs: *.tsx, src/**/*.css\n---\n- Use tokens for colours.\n",
+            "web/.cursor/rules/all.mdc": "- Keep the bundle under 200 KB.\n",
+        },
+    )
+    docs, _ = parse_folder(root)
+    assert docs["web/.cursor/rules/ui.mdc"].rule.globs == ("web/**/*.tsx", "web/src/**/*.css")
+    assert docs["web/.cursor/rules/all.mdc"].rule.globs == ("web/**",)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "severity"),
+    [
+        ("Validate all input at the boundary.", "SHOULD"),
+        ("You MUST validate all input.", "MUST"),
+        ("Tokens SHALL expire after one hour.", "MUST"),
+        ("Always pin dependency versions.", "MUST"),
+        ("Never log passwords.", "MUST"),
+        ("Do not catch bare exceptions.", "MUST"),
+        ("Don't use `any`.", "MUST"),
+        ("This is REQUIRED for every endpoint.", "MUST"),
+        ("Functions should be short.", "SHOULD"),
+        ("Prefer `const` over `let`.", "SHOULD"),
+        ("Avoid global state.", "SHOULD"),
+        ("Use X; otherwise it may crash.", "SHOULD"),
+        ("You may inline trivial helpers.", "MAY"),
+        ("Consider caching expensive lookups.", "MAY"),
+        ("Optionally add a changelog entry.", "MAY"),
+        ("Comments MAY use emoji.", "MAY"),
+        ("Name the flag `must_refresh`.", "SHOULD"),  # words in code do not count
+    ],
+)
+def test_severity_from_wording(sentence: str, severity: str) -> None:
+    assert infer_severity(sentence) == severity
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Use descriptive names.", True),
+        ("When testing a login page, implement the page-object pattern.", True),
+        ("**Selector Usage**: Use data-testid selectors.", True),
+        ("Tests should be independent.", True),
+        ("You are an expert in Django.", False),
+        ("Svelte 5 introduces runes.", False),
+        ("Cache invalidation is hard.", False),
+        ("In Next.js 15, params are promises.", False),
+    ],
+)
+def test_which_sentences_are_instructions(sentence: str, expected: bool) -> None:
+    assert is_instruction(sentence) is expected
+
+
+def test_sentences_and_directive_sized_chunks() -> None:
+    assert split_sentences("Use e.g. `a.b()` here. Then stop. Done!") == [
+        "Use e.g. `a.b()` here.",
+        "Then stop.",
+        "Done!",
+    ]
+    sentences = [f"Sentence number {i} has exactly seven words." for i in range(12)]
+    pieces = chunk(sentences)
+    assert all(len(p.split()) <= 60 for p in pieces)
+    assert [p.count(".") for p in pieces] == [2] * 6
+    long_sentence = " ".join(["word"] * 150)
+    assert all(len(p.split()) <= 60 for p in chunk([long_sentence]))
+
+
+def test_long_list_item_is_split_and_nested_items_fold_when_short(tmp_path: Path) -> None:
+    long_item = " ".join(f"Use tool {i} for task {i}." for i in range(20))
+    text = f"""
+    ## Checks
+    - Include the following checks:
+      - Lint with ruff.
+      - Type-check with mypy.
+    - {long_item}
+    """
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"ci.mdc": text}))
+    directives = docs["ci.mdc"].directives
+    assert directives[0].text == "Include the following checks:\n- Lint with ruff.\n- Type-check with mypy."
+    rest = directives[1:]
+    assert len(rest) > 1 and all(len(d.text.split()) <= 60 for d in rest)
+    assert " ".join(d.text for d in rest) == long_item
+
+
+def test_label_paragraph_before_a_list_is_a_section(tmp_path: Path) -> None:
+    text = "Key Principles\n\n- Write small modules.\n\nError Handling:\n\n- Fail fast on bad input.\n"
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"py.mdc": text}))
+    assert [d.section for d in docs["py.mdc"].directives] == [("Key Principles",), ("Error Handling",)]
+
+
+def test_one_instruction_per_line_paragraph(tmp_path: Path) -> None:
+    text = "# Focus\n\n**1** **Names**: Use descriptive test names\n**2** **Setup**: Put setup in beforeEach\n**3** **Waits**: Never sleep in tests\n"
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"e2e.mdc": text}))
+    assert texts(docs["e2e.mdc"]) == [
+        ("SHOULD", "**Names**: Use descriptive test names"),
+        ("SHOULD", "**Setup**: Put setup in beforeEach"),
+        ("MUST", "**Waits**: Never sleep in tests"),
+    ]
+
+
+def test_whole_file_wrapped_in_a_markdown_fence(tmp_path: Path) -> None:
+    text = "```markdown\n# Temporal rules\n\n## Testing\n- Mock activities in workflow tests.\n```\n"
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"t.mdc": text}))
+    doc = docs["t.mdc"]
+    assert doc.rule.title == "Temporal rules"
+    assert [(d.section, d.text) for d in doc.directives] == [(("Testing",), "Mock activities in workflow tests.")]
+
+
+def test_javascript_style_prompt_file(tmp_path: Path) -> None:
+    text = """
+    // HTMX with Django .cursorrules
+
+    // HTMX best practices
+
+    const bestPractices = [
+      "Use Django's template system with HTMX attributes",
+      "Never return JSON to an hx-get request",
+    ];
+
+    // Folder structure
+
+    const folderStructure = `
+    app/
+      templates/
+    `;
+
+    // Additional instructions
+
+    const additional = `
+    1. Implement CSRF protection for HTMX requests
+    `;
+    """
+    body = write_rules(tmp_path / "rules", {"htmx.mdc": text})
+    docs, _ = parse_folder(body)
+    assert [(d.section, d.severity, d.text) for d in docs["htmx.mdc"].directives] == [
+        (("HTMX best practices",), "SHOULD", "Use Django's template system with HTMX attributes"),
+        (("HTMX best practices",), "MUST", "Never return JSON to an hx-get request"),
+        (("Additional instructions",), "SHOULD", "Implement CSRF protection for HTMX requests"),
+    ]
+    assert docs["htmx.mdc"].directives[1].line == 7
+    assert js_to_markdown("# not javascript\n") is None
+
+
+def test_json_blob(tmp_path: Path) -> None:
+    text = '{"rules": {"coding_style": {"description": "Style.", "rules": [{"description": "Comments should say why."}]}}}\n'
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"astro.mdc": text}))
+    assert [(d.section, d.text) for d in docs["astro.mdc"].directives] == [
+        (("Coding style",), "Comments should say why.")
+    ]
+
+
+def test_crlf_and_bom_read_like_lf(tmp_path: Path) -> None:
+    a = write_rules(tmp_path / "a", {"x.mdc": CURSOR_MDC})
+    b = tmp_path / "b"
+    b.mkdir()
+    lf = (a / "x.mdc").read_text(encoding="utf-8")
+    (b / "x.mdc").write_bytes(("\ufeff" + lf.replace("\n", "\r\n")).encode())
+    assert parse_folder(a)[0]["x.mdc"] == parse_folder(b)[0]["x.mdc"]
+
+
+def test_lenient_front_matter() -> None:
+    fm = read_front_matter("---\ndescription: a: b\nglobs: *.py\n---\nbody\n", "x.mdc")
+    assert fm.values == {"description": "a: b", "globs": "*.py"}
+    assert (fm.body, fm.body_line) == ("body\n", 5)
+    not_front_matter = read_front_matter("---\n\nJust a rule line.\n\n---\n- Use X.\n", "x.md")
+    assert not_front_matter.values == {} and not_front_matter.body_line == 1
+
+
+def test_parse_foreign_refuses_a_ruledex_document() -> None:
+    from ruledex.builder.source import SourceFile
+
+    with pytest.raises(ValueError, match="ruledex document"):
+        parse_foreign(SourceFile("x.md", "---\nlayers: ['*']\n---\n"), "x")
+
+
+# --- globs: which rules apply to the files a task touches (reader/globs.py) ---
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.py", "app/main.py", True),
+        ("*.py", "main.py", True),
+        ("app/**/*.py", "app/x.py", True),
+        ("app/**/*.py", "app/a/b/x.py", True),
+        ("app/**/*.py", "lib/app/x.py", False),
+        ("**/*.{ts,tsx}", "src/a.tsx", True),
+        ("**/*.{ts,tsx}", "src/a.js", False),
+        ("src/**", "src/a/b.c", True),
+        ("src/**", "srcx/a", False),
+        ("docs", "docs/intro.md", True),
+        ("docs/", "docs/intro.md", True),
+        ("docs/", "docs", False),
+        ("/Dockerfile", "Dockerfile", True),
+        ("/Dockerfile", "svc/Dockerfile", False),
+        ("Dockerfile", "svc/Dockerfile", True),
+        ("docker-compose*.yml", "docker-compose.prod.yml", True),
+        ("?.md", "a.md", True),
+        ("?.md", "ab.md", False),
+        ("[!ab].md", "b.md", False),
+        ("[a-c].md", "b.md", True),
+        ("**/*", "anything/at/all", True),
+        ("./src/*.ts", "src/a.ts", True),
+        ("src/*.ts", "./src/a.ts", True),
+        ("src/*.ts", "src\\a.ts", True),
+        ("src/*.ts", "src/a/b.ts", False),
+        ("a/**/b", "a/b", True),
+        ("a/**/b", "a/x/y/b", True),
+    ],
+)
+def test_glob_semantics(pattern: str, path: str, expected: bool) -> None:
+    assert glob_match(pattern, path) is expected
+
+
+def test_brace_sets_and_exclusions() -> None:
+    assert expand_braces("a/{b,c{d,e}}") == ["a/b", "a/cd", "a/ce"]
+    assert expand_braces("{a,b") == ["{a,b"]
+    assert globs_match(["**/*.ts", "!**/*.test.ts"], "src/x.ts") is True
+    assert globs_match(["**/*.ts", "!**/*.test.ts"], "src/x.test.ts") is False
+
+
+def test_matching_rules() -> None:
+    def rule(i: str, *globs: str) -> RuleRecord:
+        return RuleRecord(id=i, title=i, path=f"{i}.mdc", layers=("*",), topics=("quality",), globs=globs)
+
+    rules = [rule("react", "**/*.tsx"), rule("sql", "**/*.sql", "db/**"), rule("core"), rule("api", "services/api/**")]
+    assert matching_rules(rules, ["web/App.tsx"]) == {0}
+    assert matching_rules(rules, ["db/seed.py", "services/api/main.py"]) == {1, 3}
+    assert matching_rules(rules, []) == set()
+    assert matching_rules(rules, ["README.md"]) == set()

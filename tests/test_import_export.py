@@ -1,0 +1,271 @@
+"""Issue 6: `ruledex import` (foreign -> ruledex documents) and `ruledex export` (index -> AGENTS.md,
+Cursor .mdc, Copilot instructions) within a stated byte budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ruledex.builder.build import build, parse_all
+from ruledex.builder.importer import import_rules, plan_import
+from ruledex.builder.parse import parse_document
+from ruledex.builder.source import read_sources
+from ruledex.reader.cli import main
+from ruledex.reader.errors import ConfigError
+from ruledex.reader.export import GENERATED_MARK, export_index, write_export
+from ruledex.reader.index import Index
+from ruledex.reader.query import query_directives
+
+from .conftest import rule_doc, write_rules
+
+FOREIGN = {
+    ".cursor/rules/react.mdc": """
+        ---
+        description: React component rules
+        globs: **/*.tsx, **/*.jsx
+        alwaysApply: false
+        ---
+        # React
+
+        - Always use function components.
+        - Avoid: inline styles for layout
+        ## State
+        - Prefer a reducer for complex state.
+          - Keep actions serialisable.
+
+        Never mutate props. Props are owned by the parent.
+
+        ```tsx
+        const [state, dispatch] = useReducer(reducer, initial);
+        ```
+        ### Effects
+        - Clean up every subscription in the effect's return.
+        """,
+    "services/api/AGENTS.md": "# API\n\n## Errors\n- Return problem details on every 4xx and 5xx.\n- You may add a `hint` field.\n",
+    ".github/instructions/sql.instructions.md": '---\napplyTo: "**/*.sql"\n---\n- Migrations MUST be reversible.\n',
+    "rules/database.md": "# Database\n\n- Index every foreign key column.\n",
+    "own.md": rule_doc("## S\n\n- [MUST] Keep this ruledex rule as it is.", id="own"),
+}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def shape(docs: list) -> dict[str, list[tuple]]:
+    return {
+        doc.rule.id: [
+            (d.id, d.severity, d.text, d.section, d.rationale, d.examples, d.layers, d.topics) for d in doc.directives
+        ]
+        for doc in docs
+    }
+
+
+def test_import_round_trip_builds_with_the_strict_parser(tmp_path: Path) -> None:
+    source = write_rules(tmp_path / "repo", FOREIGN)
+    out = tmp_path / "rules"
+    result = import_rules(source, out)
+    assert sorted(f.target for f in result.files) == [
+        "react.md",
+        "rules/database.md",
+        "services/api/agents.md",
+        "sql.md",
+    ]
+    assert any("own.md: already a ruledex document" in s for s in result.skipped)
+    imported = [parse_document((out / f.target).read_text(encoding="utf-8"), f.target) for f in result.files]
+    assert all(doc.rule.format == "ruledex" and not doc.warnings for doc in imported)
+    foreign = [d for d in parse_all(read_sources(source))[0] if d.rule.format != "ruledex"]
+    # the same directives, ids, severities, sections, rationale, examples, layers and topics;
+    # only a leading "Avoid:" is reworded, or the strict parser would read it as a label
+    as_text = json.dumps(shape(foreign), ensure_ascii=False).replace("Avoid: inline", "Avoid — inline")
+    assert json.dumps(shape(imported), ensure_ascii=False) == as_text
+    react = (out / "react.md").read_text(encoding="utf-8")
+    assert "# cursor applied this rule to files matching: **/*.tsx, **/*.jsx" in react
+    assert "- [MUST] Always use function components." in react
+    assert "- [SHOULD] Avoid — inline styles for layout" in react  # a leading "Avoid:" would be read as a label
+    assert "authoritative_for" in (out / "rules/database.md").read_text(encoding="utf-8")
+    built = build(out, tmp_path / "imported.ruledex")
+    assert built.directives == sum(len(d.directives) for d in foreign)
+    assert built.inferred_severity == 0  # every severity is now written down
+
+
+def test_import_never_overwrites_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_rules(tmp_path / "repo", {"AGENTS.md": "- Run the tests before pushing.\n"})
+    out = tmp_path / "rules"
+    code, stdout, _ = run(["import", str(source), "--out", str(out)], capsys)
+    assert code == 0 and "AGENTS.md -> " in stdout and "1 with inferred severity" in stdout
+    (out / "agents.md").write_text("curated by hand\n", encoding="utf-8")
+    code, _, err = run(["import", str(source), "--out", str(out)], capsys)
+    assert code == 1 and "agents.md: already exists; nothing was written" in err
+    assert (out / "agents.md").read_text(encoding="utf-8") == "curated by hand\n"
+    code, stdout, _ = run(["import", str(source), "--out", str(out), "--force", "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["files"][0]["target"] == "agents.md"
+    assert "[SHOULD] Run the tests before pushing." in (out / "agents.md").read_text(encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a folder"):
+        import_rules(tmp_path / "missing", out)
+
+
+def test_import_reports_skipped_files(tmp_path: Path) -> None:
+    source = write_rules(tmp_path / "repo", {"a.mdc": "- Use UTC.\n", "empty.mdc": "\n"})
+    result = plan_import(source)
+    assert [f.target for f in result.files] == ["a.md"]
+    assert result.skipped == ["empty.mdc:1: file: is empty; file skipped"]
+
+
+@pytest.fixture(scope="module")
+def foreign_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = write_rules(tmp_path_factory.mktemp("foreign") / "repo", FOREIGN)
+    return build(source, source.parent / "foreign.ruledex").path
+
+
+def test_index_keeps_globs_format_and_inferred_fields(foreign_index: Path) -> None:
+    with Index(foreign_index) as index:
+        rules = {r.id: r for r in index.rules()}
+        assert rules["react"].globs == ("**/*.tsx", "**/*.jsx")
+        assert rules["react"].format == "cursor"
+        assert rules["services/api/agents"].globs == ("services/api/**",)
+        assert rules["own"].format == "ruledex" and rules["own"].globs == ()
+        react = index.directives_of(index.find_rule("react"))
+        assert react[0].inferred == ("severity", "layers", "topics")
+        assert react[0].severity == "MUST"
+
+
+def test_export_agents_md_within_budget_and_says_what_was_left_out(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Index(bundled_index) as index:
+        everything = export_index(index, "agents-md", 10**7)
+        assert not everything.omitted
+        total = index.n_directives
+    assert len(everything.included) == total
+    budget = 6000
+    code, stdout, err = run(
+        [
+            "export",
+            "--format",
+            "agents-md",
+            "--index",
+            str(bundled_index),
+            "--out",
+            str(tmp_path),
+            "--max-bytes",
+            str(budget),
+        ],
+        capsys,
+    )
+    assert code == 0
+    text = (tmp_path / "AGENTS.md").read_text(encoding="utf-8")
+    assert len(text.encode()) <= budget
+    assert GENERATED_MARK in text.splitlines()[0]
+    assert "of 6000 bytes" in stdout
+    left_out = [line.strip() for line in err.splitlines()[1:] if line.startswith("  ") and "whole rules" not in line]
+    kept = [line for line in text.splitlines() if line.startswith("- **")]
+    assert len(left_out) + len(kept) == total
+    assert f"left out {len(left_out)} directive(s)" in err
+    trailer = text.rstrip().splitlines()[-1]
+    assert trailer.startswith("<!-- ruledex export: left out") and left_out[0] in trailer
+    assert all(line.startswith("- **MUST**") for line in kept), "MUST directives are kept first"
+
+
+def test_export_budget_too_small_is_a_clear_failure(bundled_index: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(
+        ["export", "--format", "agents-md", "--index", str(bundled_index), "--out", str(tmp_path), "--max-bytes", "50"],
+        capsys,
+    )
+    assert code == 1 and "too small for even one directive" in err
+    assert not (tmp_path / "AGENTS.md").exists()
+
+
+def test_export_cursor_keeps_globs_and_reads_back(foreign_index: Path, tmp_path: Path) -> None:
+    with Index(foreign_index) as index:
+        result = export_index(index, "cursor")
+    written = write_export(result, tmp_path)
+    assert tmp_path / ".cursor/rules/react.mdc" in written
+    react = (tmp_path / ".cursor/rules/react.mdc").read_text(encoding="utf-8")
+    assert react.startswith(
+        "---\ndescription: React component rules\nglobs: **/*.tsx, **/*.jsx\nalwaysApply: false\n---\n"
+    )
+    assert "- **MUST** Always use function components." in react
+    again = {d.rule.path: d for d in parse_all(read_sources(tmp_path))[0]}
+    reread = again[".cursor/rules/react.mdc"]
+    assert reread.rule.globs == ("**/*.tsx", "**/*.jsx")
+    assert [d.severity for d in reread.directives] == ["MUST", "SHOULD", "SHOULD", "MUST", "SHOULD"]
+    assert all("severity" not in d.inferred for d in reread.directives)  # the markers are read back
+    core = (tmp_path / ".cursor/rules/own.mdc").read_text(encoding="utf-8")
+    assert "alwaysApply: false" in core and "globs: \n" in core
+
+
+def test_export_copilot_apply_to(foreign_index: Path, tmp_path: Path) -> None:
+    with Index(foreign_index) as index:
+        result = export_index(index, "copilot")
+    write_export(result, tmp_path)
+    sql = (tmp_path / ".github/instructions/sql.instructions.md").read_text(encoding="utf-8")
+    assert sql.startswith('---\napplyTo: "**/*.sql"\n')
+    api = (tmp_path / ".github/instructions/services-api-agents.instructions.md").read_text(encoding="utf-8")
+    assert 'applyTo: "services/api/**"' in api
+    reread = {d.rule.path: d.rule for d in parse_all(read_sources(tmp_path))[0]}
+    assert reread[".github/instructions/sql.instructions.md"].globs == ("**/*.sql",)
+
+
+def test_export_for_a_task_is_the_query_block(bundled_index: Path, tmp_path: Path) -> None:
+    task = "Add user registration API endpoint"
+    with Index(bundled_index) as index:
+        result = export_index(index, "agents-md", task=task)
+        cited = [c["id"] for c in query_directives(index, task)["citations"]]
+    assert sorted(result.included) == sorted(cited)
+    assert result.files[0].text.splitlines()[1] == f"# Project rules for: {task}"
+
+
+def test_export_refuses_to_replace_a_hand_written_file(bundled_index: Path, tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Our own notes\n", encoding="utf-8")
+    with Index(bundled_index) as index:
+        result = export_index(index, "agents-md", 4000)
+    with pytest.raises(ConfigError, match="not written by ruledex export"):
+        write_export(result, tmp_path)
+    assert (tmp_path / "AGENTS.md").read_text(encoding="utf-8") == "# Our own notes\n"
+    write_export(result, tmp_path, force=True)
+    write_export(result, tmp_path)  # our own export is replaced freely
+    assert GENERATED_MARK in (tmp_path / "AGENTS.md").read_text(encoding="utf-8")
+
+
+def test_export_and_globs_import_nothing_heavy() -> None:
+    probe = (
+        "import sys\nimport ruledex.reader.export, ruledex.reader.globs\n"
+        "print([m for m in ('marko', 'yaml', 'pygit2', 'model2vec', 'torch') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_foreign_builds_are_byte_identical_and_crlf_blind(tmp_path: Path) -> None:
+    lf = write_rules(tmp_path / "lf", FOREIGN)
+    crlf = write_rules(tmp_path / "crlf", FOREIGN)
+    for path in crlf.rglob("*"):
+        if path.is_file():
+            path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    first = build(lf, tmp_path / "a.ruledex")
+    again = build(lf, tmp_path / "b.ruledex")
+    windows = build(crlf, tmp_path / "c.ruledex")
+    assert first.sha256 == again.sha256 == windows.sha256
+
+
+@pytest.mark.parametrize("fmt", ["cursor", "copilot"])
+def test_multi_file_export_stays_within_the_budget_together(bundled_index: Path, tmp_path: Path, fmt: str) -> None:
+    budget = 9000
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, budget)
+        total = index.n_directives
+    assert result.size <= budget
+    assert result.omitted and len(result.included) + len(result.omitted) == total
+    written = write_export(result, tmp_path)
+    assert sum(p.stat().st_size for p in written) == result.size
+    cut = [f for f in result.files if "<!-- ruledex export: left out" in f.text]
+    assert cut, "files that lost directives say so at their end"
+    if result.omitted_rules:
+        assert "whole rule(s)" in result.files[-1].text
