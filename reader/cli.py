@@ -85,6 +85,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         options["includeRationale"] = True
     if args.explain:
         options["includeDiagnostics"] = True
+    if args.files:
+        options["files"] = args.files
     from .index import Index
 
     paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
@@ -344,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--severity", action="append", help="only these severities (repeatable: MUST, SHOULD, MAY)")
     p.add_argument("--no-strict-layer", action="store_true", help="boost the detected layer instead of filtering by it")
     p.add_argument("--rationale", action="store_true", help="add each directive's one-line rationale")
+    p.add_argument(
+        "--files",
+        nargs="+",
+        metavar="PATH",
+        help="files the task touches (relative to the rules repository root): rules whose globs match rank first",
+    )
     p.add_argument("--explain", action="store_true", help="include score breakdowns (in --json, or on stderr)")
     _add_llm(p)
     p.set_defaults(run=cmd_query)

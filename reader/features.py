@@ -82,6 +82,8 @@ def features(
     qvec: np.ndarray,
     terms: set[str],
     trust: float = 1.0,
+    scoped: set[int] | None = None,
+    always: set[int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every ranking signal for the retrieved candidates, aligned with ``got.ids``.
 
@@ -117,4 +119,6 @@ def features(
         "severity": severity,
         "semantic": rule_blend(semantic, rules),
         "lexical": rule_blend(lexical, rules),
+        "file_match": np.isin(rules, sorted(scoped or ())).astype(np.float32),
+        "always_apply": np.isin(rules, sorted(always or ())).astype(np.float32),
     }

@@ -168,6 +168,11 @@ class Index:
         """Every rule record, in index order."""
         return [self.rule(i) for i in range(self.n_rules)]
 
+    @cached_property
+    def all_rules(self) -> list[RuleRecord]:
+        """Every rule record, decoded once (queries consult globs and alwaysApply on each call)."""
+        return self.rules()
+
     def directives_of(self, rule_index: int) -> list[DirectiveRecord]:
         """The directives of one rule, in document order."""
         rule = self.rule(rule_index)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from .detect import MODES, Detection, detect, expand
 from .features import features, topic_strengths
+from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
+from .records import RuleRecord
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
 from .text import keywords
@@ -48,6 +50,7 @@ class QueryOptions:
     severityFilter: tuple[str, ...] = ()
     topicsBias: tuple[str, ...] = ()
     layer: str | None = None
+    files: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> QueryOptions:
@@ -73,6 +76,8 @@ class QueryOptions:
             out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter", upper=True)
         if raw.get("topicsBias") is not None:
             out["topicsBias"] = _names(raw["topicsBias"], TOPICS, "topicsBias")
+        if raw.get("files") is not None:
+            out["files"] = _files(raw["files"])
         if raw.get("layer") is not None:
             out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
         return cls(**out)
@@ -89,6 +94,19 @@ def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool
             raise ValueError(f"options.{field_name}: unknown value {v!r}; allowed: {', '.join(allowed)}")
         out.append(v)
     return tuple(out)
+
+
+MAX_FILES = 200
+
+
+def _files(value: Any) -> tuple[str, ...]:
+    """Validate ``options.files``: paths the user is editing, relative to the rules repository root."""
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise ValueError("options.files: must be a path or a list of paths (strings) of the files being edited")
+    if len(values) > MAX_FILES:
+        raise ValueError(f"options.files: at most {MAX_FILES} paths, got {len(values)}")
+    return tuple(v.strip() for v in values if v.strip())
 
 
 def check_mode(mode: str | None) -> str | None:
@@ -125,6 +143,24 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]
+
+
+FILE_VOTE = 6.0
+"""Layer/topic votes of each rule tied to an edited file: the file says where the work happens."""
+
+
+def add_file_votes(
+    votes: tuple[dict[str, float], dict[str, float]], rules: list[RuleRecord]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Add the layers and topics of file-matched rules to the feedback votes (pure)."""
+    layers, topics = dict(votes[0]), dict(votes[1])
+    for rule in rules:
+        for name in rule.layers:
+            if name != ANY_LAYER:
+                layers[name] = layers.get(name, 0.0) + FILE_VOTE
+        for name in rule.topics:
+            topics[name] = topics.get(name, 0.0) + FILE_VOTE / 2
+    return layers, topics
 
 
 def detect_in_index(
@@ -182,6 +218,7 @@ class Ranked:
     notes: list[str]
     considered: int
     timings: dict[str, float]
+    file_rules: list[str] = field(default_factory=list)
 
 
 SCOPE_BOOST: dict[str, float] = {"global": 0.0, "team": 1.0, "project": 2.0}
@@ -207,14 +244,19 @@ def rank_task(
     n_own = len(dict.fromkeys(keywords(task)))
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
+    scoped = matching_rules(index.all_rules, list(opts.files)) if opts.files else set()
+    always = {i for i, rule in enumerate(index.all_rules) if rule.always_apply}
+    got = _with_rules(index, got, scoped | always, qvec)
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    det = detect_in_index(index, task, mode, qvec, feedback=feedback_votes(index, got), llm_answer=llm_answer)
+    votes = add_file_votes(feedback_votes(index, got), [index.all_rules[i] for i in sorted(scoped)])
+    det = detect_in_index(index, task, mode, qvec, feedback=votes, llm_answer=llm_answer)
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN)
+    in_pinned = np.isin(index.dir_rule[got.ids], sorted(scoped | always))
+    keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
@@ -223,7 +265,7 @@ def rank_task(
     if strict:
         allowed_layers = (layer,) if opts.layer else det.layers()
         bits = sum(1 << LAYERS.index(name) for name in {*allowed_layers, ANY_LAYER})
-        keep &= (index.dir_layers[got.ids] & bits) > 0
+        keep &= ((index.dir_layers[got.ids] & bits) > 0) | in_pinned  # the edited file decides, not the layer
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
@@ -233,7 +275,8 @@ def rank_task(
     if len(got.ids):
         strengths = topic_strengths(det, topics, opts.topicsBias)
         trust = 1.0 if opts.layer else det.confidence
-        scored = score(features(index, got, strengths, layer, qvec, set(terms), trust=trust), weights)
+        feats = features(index, got, strengths, layer, qvec, set(terms), trust=trust, scoped=scoped, always=always)
+        scored = score(feats, weights)
         positions = order(scored.total, got.ids)
         head = positions[: max(4 * opts.maxItems, 24)]
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
@@ -247,7 +290,35 @@ def rank_task(
             items.append(Item(directive, rule, total, index_name=index_name, commit=index.commit))
             breakdowns[(index_name, directive.id)] = scored.row(int(pos))
     timings["rank"] = time.perf_counter() - t0
-    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings)
+    if opts.files and not any(rule.globs for rule in index.all_rules):
+        notes.append(
+            "files were given but no rule in this index is tied to file globs; they did not change the ranking"
+        )
+    matched = sorted(index.all_rules[i].id for i in scoped)
+    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched)
+
+
+def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:
+    """Add every directive of ``rules`` (file-matched or alwaysApply) to the candidates, ids ascending."""
+    if not rules:
+        return got
+    wanted = np.concatenate(
+        [
+            np.arange(
+                index.all_rules[r].first_directive,
+                index.all_rules[r].first_directive + index.all_rules[r].directive_count,
+            )
+            for r in sorted(rules)
+        ]
+    )
+    extra = np.setdiff1d(wanted, got.ids).astype(got.ids.dtype)
+    if not len(extra):
+        return got
+    ids = np.concatenate([got.ids, extra])
+    bm25 = np.concatenate([got.bm25, np.zeros(len(extra), np.float32)])
+    cosine = np.concatenate([got.cosine, (index.directive_vectors[extra] @ qvec).astype(np.float32)])
+    order_ = np.argsort(ids, kind="stable")
+    return Retrieval(ids[order_], bm25[order_], cosine[order_], got.searched)
 
 
 def _prepare(
@@ -366,6 +437,9 @@ def query_indexes(
         "considered": sum(r.considered for r in results),
         "selected": len(rendered.citations),
     }
+    if opts.files:
+        tied = ", ".join(x for r in results for x in r.file_rules) or "none"
+        notes.append(f"files: {len(opts.files)} given; rules tied to them: {tied}")
     breakdowns = {key: row for r in results for key, row in r.breakdowns.items()}
     scores = [
         dict(id=c["id"], **breakdowns[(c.get("index", ""), c["id"])])

@@ -31,11 +31,25 @@ class RankWeights:
     """Cosine similarity of task and directive embeddings."""
     lexical: float = 6.0
     """BM25 relative to the best candidate's."""
+    file_match: float = 10.0
+    """The directive's rule is tied (by globs) to a file the user is editing."""
+    always_apply: float = 4.0
+    """The directive's rule says it always applies (Cursor's alwaysApply)."""
 
 
 DEFAULT_WEIGHTS = RankWeights()
 
-FEATURES = ("authority", "when_to_apply", "layer", "topic", "severity", "semantic", "lexical")
+FEATURES = (
+    "authority",
+    "when_to_apply",
+    "layer",
+    "topic",
+    "severity",
+    "semantic",
+    "lexical",
+    "file_match",
+    "always_apply",
+)
 BREAKDOWN_NAMES = {
     "authority": "authority",
     "when_to_apply": "whenToApply",
@@ -44,6 +58,8 @@ BREAKDOWN_NAMES = {
     "severity": "severityBoost",
     "semantic": "semanticSim",
     "lexical": "lexical",
+    "file_match": "fileMatch",
+    "always_apply": "alwaysApply",
 }
 """Feature name -> the key used in diagnostics' score breakdown."""
 

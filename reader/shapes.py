@@ -191,6 +191,13 @@ QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Favour these topics in addition to the detected ones.",
         },
         "layer": {"type": "string", "enum": list(LAYERS), "description": "Use this layer instead of the detected one."},
+        "files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "maxItems": 200,
+            "description": "Paths of the files being edited (relative to the repository root): rules whose globs "
+            "(Cursor globs, Copilot applyTo, nested AGENTS.md) match them rank first.",
+        },
     },
 }
 
