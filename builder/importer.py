@@ -4,9 +4,9 @@ Each foreign file (Cursor, AGENTS.md, Copilot ... -- see :mod:`ruledex.builder.a
 one ruledex document: front matter with the inferred ``layers``, ``topics``,
 ``authoritative_for`` and ``when_to_apply``, and every directive as a ``[MUST]``/``[SHOULD]``/
 ``[MAY]`` list item under its section, with its rationale, code examples and a ``Layer:`` /
-``Topics:`` line where it differs from the rule's. A comment at the top of the front matter says
-where the file came from, what was inferred, and the source's globs (ruledex's front matter has
-no field for them yet), so a reviewer knows what to check.
+``Topics:`` line where it differs from the rule's, and the source's ``globs`` / ``always_apply``
+as real fields, so file-aware queries keep working. A comment at the top of the front matter says
+where the file came from and what was inferred, so a reviewer knows what to check.
 
 Every output is checked with the strict parser before anything is written, so the result
 builds; files are written atomically, and an existing file is never replaced without ``force``.
@@ -84,10 +84,6 @@ def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[s
         f"# the severity of {inferred} of {len(directives)} directives was inferred from wording; "
         f"{', '.join(rule.inferred) or 'nothing else'} inferred from the text.",
     ]
-    if rule.globs:
-        lines.append(f"# {rule.format} applied this rule to files matching: {', '.join(rule.globs)}")
-    if rule.always_apply:
-        lines.append(f"# {rule.format} always applied this rule (alwaysApply).")
     if rule.technologies:
         lines.append(f"# technologies: {', '.join(rule.technologies)}")
     lines += [f"title: {_q(rule.title)}", f"layers: {_flow(rule.layers)}", f"topics: {_flow(rule.topics)}"]
@@ -100,6 +96,10 @@ def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[s
         lines.append(f"description: {_q(rule.description)}")
     if rule.version:
         lines.append(f"version: {_q(rule.version)}")
+    if rule.globs:
+        lines.append(f"globs: {_flow(rule.globs)}")
+    if rule.always_apply:
+        lines.append("always_apply: true")
     return [*lines, "---", ""]
 
 

@@ -242,6 +242,8 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         reviewed=meta.reviewed,
         expires=meta.expires,
         sections=tuple(sections),
+        globs=meta.globs,
+        always_apply=meta.always_apply,
     )
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")

@@ -32,6 +32,8 @@ KNOWN_FIELDS = frozenset(
         "examples",
         "example_tasks",
         "description",
+        "globs",
+        "always_apply",
     ]
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
@@ -54,6 +56,8 @@ class RuleMeta:
     reviewed: str
     expires: str
     description: str
+    globs: tuple[str, ...] = ()
+    always_apply: bool = False
 
 
 def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
@@ -84,6 +88,13 @@ def _date(fm: FrontMatter, path: str, key: str) -> str:
         return dt.date.fromisoformat(str(value)).isoformat()
     except ValueError:
         raise RuleError(path, fm.line_of(key), key, f"{value!r} is not a date; write YYYY-MM-DD") from None
+
+
+def _bool(fm: FrontMatter, path: str, key: str) -> bool:
+    value = fm.values.get(key, False)
+    if not isinstance(value, bool):
+        raise RuleError(path, fm.line_of(key), key, f"must be true or false, got {value!r}")
+    return value
 
 
 def check_layers(values: tuple[str, ...], path: str, line: int, key: str) -> tuple[str, ...]:
@@ -161,5 +172,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         reviewed=_date(fm, path, "reviewed"),
         expires=_date(fm, path, "expires"),
         description=str(fm.values.get("description") or "").strip(),
+        globs=_strings(fm, path, "globs"),
+        always_apply=_bool(fm, path, "always_apply"),
     )
     return meta, warnings

@@ -86,7 +86,7 @@ def test_import_round_trip_builds_with_the_strict_parser(tmp_path: Path) -> None
     as_text = json.dumps(shape(foreign), ensure_ascii=False).replace("Avoid: inline", "Avoid — inline")
     assert json.dumps(shape(imported), ensure_ascii=False) == as_text
     react = (out / "react.md").read_text(encoding="utf-8")
-    assert "# cursor applied this rule to files matching: **/*.tsx, **/*.jsx" in react
+    assert 'globs: ["**/*.tsx", "**/*.jsx"]' in react or "globs: ['**/*.tsx', '**/*.jsx']" in react
     assert "- [MUST] Always use function components." in react
     assert "- [SHOULD] Avoid — inline styles for layout" in react  # a leading "Avoid:" would be read as a label
     assert "authoritative_for" in (out / "rules/database.md").read_text(encoding="utf-8")
@@ -269,3 +269,24 @@ def test_multi_file_export_stays_within_the_budget_together(bundled_index: Path,
     assert cut, "files that lost directives say so at their end"
     if result.omitted_rules:
         assert "whole rule(s)" in result.files[-1].text
+
+
+def test_import_keeps_globs_and_always_apply_as_real_fields(tmp_path: Path) -> None:
+    """Curating imported rules must not lose what files they apply to."""
+    from ruledex.builder.build import build
+    from ruledex.builder.importer import import_rules
+    from ruledex.reader.index import Index
+
+    src = tmp_path / "src"
+    (src / ".cursor" / "rules").mkdir(parents=True)
+    (src / ".cursor" / "rules" / "react.mdc").write_text(
+        "---\ndescription: React\nglobs: src/**/*.tsx\nalwaysApply: true\n---\n- Always type component props.\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "rules"
+    import_rules(src, out)
+    with Index(build(out, tmp_path / "imported.ruledex").path) as index:
+        (rule,) = index.rules()
+    assert rule.format == "ruledex"
+    assert rule.globs == ("src/**/*.tsx",)
+    assert rule.always_apply is True
