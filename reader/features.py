@@ -57,6 +57,17 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     return ((1 - share) * values + share * rule_mean).astype(np.float32)
 
 
+DOCUMENT_SHARE = 0.5
+"""Share of the lexical signal that is the rule document's BM25 (whole-document evidence)."""
+
+
+def _document_blend(lexical: np.ndarray, rules: np.ndarray, rule_scores: np.ndarray) -> np.ndarray:
+    """Blend a directive's BM25 with its rule document's (each normalised by its best)."""
+    best = float(rule_scores.max()) if len(rule_scores) else 0.0
+    document = (rule_scores[rules] / best).astype(np.float32) if best > 0 else np.zeros(len(rules), np.float32)
+    return ((1 - DOCUMENT_SHARE) * lexical + DOCUMENT_SHARE * document).astype(np.float32)
+
+
 def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[str]) -> np.ndarray:
     """Per candidate: how well the task matches its rule's when_to_apply, by meaning or by words."""
     if not len(index.wta_rule) or not len(rules):
@@ -84,6 +95,7 @@ def features(
     trust: float = 1.0,
     scoped: set[int] | None = None,
     always: set[int] | None = None,
+    rule_lexical: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Every ranking signal for the retrieved candidates, aligned with ``got.ids``.
 
@@ -118,7 +130,9 @@ def features(
         "topic": overlap * gate,
         "severity": severity,
         "semantic": rule_blend(semantic, rules),
-        "lexical": rule_blend(lexical, rules),
+        "lexical": _document_blend(lexical, rules, rule_lexical)
+        if rule_lexical is not None
+        else rule_blend(lexical, rules),
         "file_match": np.isin(rules, sorted(scoped or ())).astype(np.float32),
         "always_apply": np.isin(rules, sorted(always or ())).astype(np.float32),
     }

@@ -169,6 +169,13 @@ class Index:
         return [self.rule(i) for i in range(self.n_rules)]
 
     @cached_property
+    def rule_lengths(self) -> np.ndarray:
+        """Keyword tokens per rule document (sum over its directives), for rule-level BM25."""
+        return np.bincount(
+            self.dir_rule.astype(np.int64), weights=self.kw_doc_len.astype(np.float64), minlength=self.n_rules
+        )
+
+    @cached_property
     def all_rules(self) -> list[RuleRecord]:
         """Every rule record, decoded once (queries consult globs and alwaysApply on each call)."""
         return self.rules()

@@ -22,7 +22,7 @@ from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
 from .records import RuleRecord
 from .render import Item, Rendered, render
-from .retrieve import Retrieval, retrieve
+from .retrieve import Retrieval, retrieve, rule_bm25
 from .text import keywords
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, TOPICS, names_from_mask
 
@@ -257,6 +257,10 @@ def rank_task(
     t0 = time.perf_counter()
     in_pinned = np.isin(index.dir_rule[got.ids], sorted(scoped | always))
     keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned
+    if opts.files:
+        # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
+        elsewhere = [i for i, rule in enumerate(index.all_rules) if rule.globs and i not in scoped]
+        keep &= ~np.isin(index.dir_rule[got.ids], elsewhere)
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
@@ -275,7 +279,18 @@ def rank_task(
     if len(got.ids):
         strengths = topic_strengths(det, topics, opts.topicsBias)
         trust = 1.0 if opts.layer else det.confidence
-        feats = features(index, got, strengths, layer, qvec, set(terms), trust=trust, scoped=scoped, always=always)
+        feats = features(
+            index,
+            got,
+            strengths,
+            layer,
+            qvec,
+            set(terms),
+            trust=trust,
+            scoped=scoped,
+            always=always,
+            rule_lexical=rule_bm25(index, terms, term_weights),
+        )
         scored = score(feats, weights)
         positions = order(scored.total, got.ids)
         head = positions[: max(4 * opts.maxItems, 24)]

@@ -29,8 +29,9 @@ class RankWeights:
     """MUST 1.0, SHOULD 0.6, MAY 0.3 (vocab.SEVERITY_BOOST)."""
     semantic: float = 3.0
     """Cosine similarity of task and directive embeddings."""
-    lexical: float = 6.0
-    """BM25 relative to the best candidate's."""
+    lexical: float = 16.0
+    """BM25 relative to the best candidate's, half directive and half its rule document (features.py).
+    Raised from 6 by ``ruledex eval`` on both labeled sets (corpus nDCG@10 0.693 -> 0.805)."""
     file_match: float = 10.0
     """The directive's rule is tied (by globs) to a file the user is editing."""
     always_apply: float = 4.0

@@ -67,6 +67,9 @@ class RuleRecord(_Row):
     format: str = "ruledex"
     technologies: tuple[str, ...] = ()
     inferred: tuple[str, ...] = ()
+    blob: str = ""
+    last_commit: str = ""
+    last_author: str = ""
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,18 @@ def test_bad_query_file_names_the_line(tmp_path: Path) -> None:
     bad.write_text('{"id": "q1", "task": "x", "relevant": {"a.md": 2}}\n{"id": "q2"}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad\.jsonl:2: not a query line"):
         load_queries(bad)
+
+
+def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
+    """Guards the measured level on the public corpus (issue #4): not a target, a floor for changes."""
+    from ruledex.builder.build import build
+
+    from .conftest import SHARED
+
+    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
+    if not corpus.is_dir():
+        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
+    with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
+        report = evaluate(index, load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl"))
+    assert report["ruledex"]["ndcg@10"] >= 0.78
+    assert report["ruledex"]["mrr"] >= 0.82
