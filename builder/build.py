@@ -24,6 +24,7 @@ from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
+from .gitsource import Change, tree_sources, working_tree_changes
 from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document
 from .parse import ParsedDocument, parse_document
 from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
@@ -54,6 +55,7 @@ class BuildResult:
     files: int = 0
     formats: dict[str, int] = field(default_factory=dict)
     inferred_severity: int = 0
+    reused: int = 0
 
     def summary(self) -> dict[str, Any]:
         """JSON-friendly summary (``ruledex build --json``)."""
@@ -68,10 +70,13 @@ class BuildResult:
             "formats": dict(sorted(self.formats.items())),
             "inferred_severity": self.inferred_severity,
             "warnings": self.warnings,
+            "reused": self.reused,
         }
 
 
-def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str]]:
+def parse_all(
+    sources: list[SourceFile], cache: dict[tuple[str, str], ParsedDocument] | None = None
+) -> tuple[list[ParsedDocument], list[str], int]:
     """Parse every file, collecting every error before failing; duplicate ids are errors.
 
     ruledex documents go to the strict parser and their problems are errors. Foreign files
@@ -82,12 +87,18 @@ def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str
     errors: list[RuleError] = []
     warnings: list[str] = []
     foreign: list[SourceFile] = []
+    reused = 0
     for source in sources:
         if source.problem:
             if source.format == RULEDEX:
                 errors.append(RuleError(source.path, source.line, "file", source.problem))
             else:
                 warnings.append(f"{source.path}:{source.line}: file: {source.problem}; file skipped")
+            continue
+        hit = (cache or {}).get((source.path, source.blob))
+        if hit is not None and hit.rule.format == source.format == RULEDEX:
+            parsed.append(hit)
+            reused += 1
             continue
         if source.format != RULEDEX:
             foreign.append(source)
@@ -102,6 +113,11 @@ def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str
     ids, renamed = assign_ids([s.path for s in foreign], {d.rule.id for d in parsed})
     warnings.extend(renamed)
     for source in foreign:
+        hit = (cache or {}).get((source.path, source.blob))
+        if hit is not None and hit.rule.id == ids[source.path]:  # foreign ids depend on the other files too
+            parsed.append(hit)
+            reused += 1
+            continue
         try:
             doc = parse_foreign(source, ids[source.path])
         except SkipFile as skip:
@@ -126,7 +142,7 @@ def parse_all(sources: list[SourceFile]) -> tuple[list[ParsedDocument], list[str
         seen[doc.rule.id] = doc.rule.path
     if errors:
         raise RuleErrors(errors)
-    return parsed, warnings
+    return parsed, warnings, reused
 
 
 def describe_sources(sources: list[SourceFile]) -> str:
@@ -202,6 +218,7 @@ def compile_index(
             "ref": source.ref,
             "path": source.path,
             "dirty": source.dirty,
+            "tree": source.tree,
         },
         "build_time": source.time or None,
         "model": {
@@ -236,34 +253,103 @@ def default_output(name: str, source: SourceInfo) -> Path:
     return Path("dist") / f"{name}-{source.version}{fmt.SUFFIX}"
 
 
+def reusable(previous: Path, model: StoredModel) -> tuple[dict[tuple[str, str], ParsedDocument], str]:
+    """Parsed documents of a previous index, keyed by (path, blob id), when they can be reused.
+
+    Reuse is safe when the previous index was made by this ruledex version with the same model:
+    the same bytes then parse to the same records. Returns the cache and, when it is empty, why.
+    """
+    from ruledex.reader.index import Index
+
+    with Index(Path(previous)) as old:
+        if old.manifest.get("tool", {}).get("version") != tool_version():
+            return (
+                {},
+                f"{previous} was built by ruledex {old.manifest.get('tool', {}).get('version')}, this is {tool_version()}",
+            )
+        if old.manifest.get("model", {}).get("hash") != model.hash:
+            return {}, f"{previous} was built with another model"
+        cache: dict[tuple[str, str], ParsedDocument] = {}
+        for i in range(old.n_rules):
+            rule = old.rule(i)
+            if not rule.blob:
+                continue
+            directives = [replace(d, rule=-1) for d in old.directives_of(i)]
+            fresh = replace(rule, first_directive=0, directive_count=0, last_updated="", last_commit="", last_author="")
+            cache[(rule.path, rule.blob)] = ParsedDocument(fresh, directives, [])
+    return cache, ""
+
+
+def attach_sources(
+    parsed: list[ParsedDocument], sources: list[SourceFile], changes: dict[str, Change]
+) -> list[ParsedDocument]:
+    """Give each rule its content's blob id and its last change from git history."""
+    blobs = {s.path: s.blob for s in sources}
+    out = []
+    for doc in parsed:
+        change = changes.get(doc.rule.path)
+        rule = replace(
+            doc.rule,
+            blob=blobs.get(doc.rule.path, ""),
+            last_updated=change.date if change else "",
+            last_commit=change.commit if change else "",
+            last_author=change.author if change else "",
+        )
+        out.append(ParsedDocument(rule, doc.directives, doc.warnings))
+    return out
+
+
 def build(
-    rules_dir: Path,
+    rules_dir: Path | None,
     out: Path | None = None,
     *,
     model_name: str | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    repo: Path | None = None,
+    ref: str | None = None,
+    subpath: str | None = None,
+    previous: Path | None = None,
 ) -> BuildResult:
-    """Build an index from ``rules_dir``; write it atomically with its ``.sha256`` sidecar."""
+    """Build an index and write it atomically with its ``.sha256`` sidecar.
+
+    From a working-tree folder (``rules_dir``), or with ``repo`` and ``ref`` straight from a
+    commit's tree (``subpath``: default ``rules/`` when the tree has one). ``previous`` reuses the
+    parsed records of files whose content did not change; the result is byte-identical to a full
+    build (vectors are recomputed: IDF weights are index-wide and cheap next to parsing).
+    """
+    from ruledex.reader.errors import ConfigError
+
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
-    rules_dir = Path(rules_dir)
-    if not rules_dir.is_dir():
-        from ruledex.reader.errors import ConfigError
-
-        raise ConfigError(f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules")
-    sources = read_sources(rules_dir)
-    say(f"found {describe_sources(sources)} in {rules_dir}")
-    parsed, warnings = parse_all(sources)
-    rules, directives = assemble(parsed)
+    if ref is not None or repo is not None:
+        sources, source, changes = tree_sources(Path(repo or "."), ref or "HEAD", subpath)
+        where = f"{ref or 'HEAD'}:{source.path or '/'} ({source.commit[:12]})"
+    else:
+        if rules_dir is None or not Path(rules_dir).is_dir():
+            raise ConfigError(
+                f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules"
+            )
+        rules_dir = Path(rules_dir)
+        sources = read_sources(rules_dir)
+        source = git_info(rules_dir)
+        changes = working_tree_changes(rules_dir, [s.path for s in sources])
+        where = str(rules_dir)
+    say(f"found {describe_sources(sources)} in {where}")
+    say("loading embedding model" + (f" {model_name}" if model_name else " (bundled, offline)"))
+    model = load_model(model_name)
+    cache, why = reusable(previous, model) if previous else ({}, "")
+    if why:
+        say(f"not reusing {previous}: {why}")
+    parsed, warnings, reused = parse_all(sources, cache)
+    if previous and not why:
+        say(f"reused {reused} of {len(sources)} files from {previous}")
+    rules, directives = assemble(attach_sources(parsed, sources, changes))
     inferred = sum("severity" in d.inferred for d in directives)
     say(
         f"parsed {len(rules)} rules, {len(directives)} directives"
         + (f" ({inferred} with severity inferred from wording)" if inferred else "")
     )
-    say("loading embedding model" + (f" {model_name}" if model_name else " (bundled, offline)"))
-    model = load_model(model_name)
-    source = git_info(rules_dir)
     name = name or source.name
     out = Path(out) if out else default_output(name, source)
     say(f"embedding and indexing {len(directives)} directives")
@@ -281,4 +367,5 @@ def build(
         files=len(sources),
         formats=dict(Counter(r.format for r in rules)),
         inferred_severity=inferred,
+        reused=reused,
     )

@@ -40,8 +40,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         epilog="Example: ruledex build rules/ --out dist/rules.ruledex",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/)")
+    p.add_argument(
+        "rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/; ignored with --ref)"
+    )
     p.add_argument("--out", help="index file to write (default: dist/<name>-<version>.ruledex)")
+    g = p.add_argument_group("build from git (reads the commit's tree, not the working tree)")
+    g.add_argument("--repo", metavar="PATH", help="repository folder (default with --ref: the current one)")
+    g.add_argument("--ref", metavar="REF", help="branch, tag or commit to build (e.g. v1.2.0, origin/main)")
+    g.add_argument(
+        "--path", metavar="SUBDIR", help="rules folder inside the tree (default: rules/ when present, else the root)"
+    )
+    p.add_argument(
+        "--previous",
+        metavar="FILE",
+        help="an earlier index: reuse the parsed records of unchanged files (the result is byte-identical)",
+    )
     p.add_argument(
         "--name",
         help="index name recorded in the manifest and file name (default: the origin remote's repository name, else 'rules')",
@@ -127,6 +140,10 @@ def run_build(args: argparse.Namespace) -> int:
         model_name=args.model,
         name=args.name,
         progress=progress,
+        repo=Path(args.repo) if args.repo else None,
+        ref=args.ref,
+        subpath=args.path,
+        previous=Path(args.previous) if args.previous else None,
     )
     if args.json:
         print(json.dumps(result.summary(), indent=2))
@@ -135,6 +152,7 @@ def run_build(args: argparse.Namespace) -> int:
         print(
             f"Built {result.path}: {result.rules} rules, {result.sections} sections, {result.directives} directives"
             f"{inferred} in {result.seconds:.2f} s (sha256 {result.sha256[:16]}...)"
+            + (f"; reused {result.reused} unchanged files" if args.previous else "")
         )
     if result.warnings and not args.json:
         print(f"{len(result.warnings)} warning(s):", file=sys.stderr)

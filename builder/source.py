@@ -9,6 +9,7 @@ builds are reproducible) and whether the rules have uncommitted changes (``dirty
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class SourceFile:
     format: str = RULEDEX
     problem: str = ""
     line: int = 1
+    blob: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class SourceInfo:
     dirty: bool = False
     time: str = ""
     tag: str = ""
+    tree: str = ""
 
     @property
     def name(self) -> str:
@@ -153,11 +156,24 @@ def looks_like_ruledex(text: str) -> bool:
     return False
 
 
+def blob_id(text: str) -> str:
+    """Git's blob id of the text with LF line endings and no BOM (what a repository with LF stores).
+
+    Taken on normalised text so a CRLF checkout keys the same as LF; incremental builds reuse
+    the records of files whose id did not change.
+    """
+    data = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 def read_source(root: Path, path: Path) -> SourceFile:
     """Read one rule file; a problem is recorded on the result, never raised."""
-    rel = path.relative_to(root).as_posix()
+    return source_from_bytes(path.relative_to(root).as_posix(), path.read_bytes())
+
+
+def source_from_bytes(rel: str, data: bytes) -> SourceFile:
+    """A rule file from its bytes (working tree or git blob); problems recorded, never raised."""
     kind = path_format(rel) or "markdown"
-    data = path.read_bytes()
     head = data[:16384].decode("utf-8", errors="replace")
     fmt = RULEDEX if rel.lower().endswith(RULE_SUFFIXES) and looks_like_ruledex(head) else kind
     limit = MAX_RULE_BYTES if fmt == RULEDEX else MAX_FOREIGN_BYTES
@@ -171,7 +187,7 @@ def read_source(root: Path, path: Path) -> SourceFile:
         return SourceFile(rel, "", fmt, "is not UTF-8; re-save it as UTF-8", line)
     if fmt != RULEDEX and not text.strip("\ufeff \t\r\n"):
         return SourceFile(rel, "", fmt, "is empty")
-    return SourceFile(rel, text, fmt)
+    return SourceFile(rel, text, fmt, blob=blob_id(text))
 
 
 def read_sources(root: Path) -> list[SourceFile]:

@@ -22,6 +22,8 @@ def rule_summary(rule: Any) -> dict[str, Any]:
         "directives": rule.directive_count,
         "version": rule.version,
         "lastUpdated": rule.last_updated or rule.reviewed,
+        "lastCommit": rule.last_commit,
+        "lastAuthor": rule.last_author,
     }
 
 
@@ -33,7 +35,8 @@ def render_rule(index: Any, i: int) -> str:
     if rule.version:
         meta.append(f"version: {rule.version}")
     if rule.last_updated or rule.reviewed:
-        meta.append(f"last updated: {rule.last_updated or rule.reviewed}")
+        by = f" by {rule.last_author} ({rule.last_commit[:12]})" if rule.last_author else ""
+        meta.append(f"last updated: {rule.last_updated or rule.reviewed}{by}")
     out += [f"_{'; '.join(meta)}; source: {rule.path}_", ""]
     if rule.description:
         out += [rule.description, ""]

@@ -246,13 +246,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAIL if errors else EXIT_OK
 
 
+def _diff_side(value: str, repo: str | None, workdir: Path) -> Path:
+    """An index file as given, or a git ref built into ``workdir`` (needs the builder)."""
+    if Path(value).is_file():
+        return Path(value)
+    from ruledex.builder.commands import _require_build_deps
+
+    _require_build_deps()
+    from ruledex.builder.build import build
+
+    out = workdir / f"{len(list(workdir.iterdir()))}.ruledex"
+    return build(None, out, repo=Path(repo or "."), ref=value).path
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
-    """``ruledex diff``."""
+    """``ruledex diff``: two index files, or two git refs of a rules repository."""
+    import tempfile
+
     from .diff import diff_indexes, to_markdown
     from .index import Index
 
-    with Index(Path(args.old)) as old, Index(Path(args.new)) as new:
-        result = diff_indexes(old, new)
+    with tempfile.TemporaryDirectory(prefix="ruledex-diff-") as tmp:
+        old_path = _diff_side(args.old, args.repo, Path(tmp))
+        new_path = _diff_side(args.new, args.repo, Path(tmp))
+        with Index(old_path) as old, Index(new_path) as new:
+            result = diff_indexes(old, new)
     if args.json:
         _print_json(result)
     else:
@@ -417,10 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         description="Compare two index files. Markdown output is ready to post as a pull-request comment; "
         "--json gives every change with directive ids.",
-        epilog="Example: ruledex diff dist/rules-v1.1.0.ruledex dist/rules-v1.2.0.ruledex > diff.md",
+        epilog="Example: ruledex diff origin/main HEAD > diff.md   (or two .ruledex files)",
     )
-    p.add_argument("old", help="the index before the change")
-    p.add_argument("new", help="the index after the change")
+    p.add_argument("old", help="the index before the change, or a git ref (built from --repo)")
+    p.add_argument("new", help="the index after the change, or a git ref (built from --repo)")
+    p.add_argument("--repo", metavar="PATH", help="repository whose refs OLD/NEW name (default: the current folder)")
     p.add_argument("--json", action="store_true", help="print the changes as JSON")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when anything changed (like git diff --exit-code)")
     p.set_defaults(run=cmd_diff)

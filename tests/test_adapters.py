@@ -21,7 +21,7 @@ from .conftest import rule_doc, write_rules
 
 
 def parse_folder(folder: Path) -> tuple[dict[str, ParsedDocument], list[str]]:
-    parsed, warnings = parse_all(read_sources(folder))
+    parsed, warnings, _reused = parse_all(read_sources(folder))
     return {doc.rule.path: doc for doc in parsed}, warnings
 
 

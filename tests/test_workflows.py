@@ -20,7 +20,7 @@ def _actionlint() -> str | None:
 
 
 def test_workflows_exist() -> None:
-    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "release.yml"}
+    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "release.yml", "rules-pr.yml"}
 
 
 def test_workflows_pass_actionlint() -> None:

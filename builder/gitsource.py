@@ -1,0 +1,163 @@
+"""Read rule files straight from a git commit (pygit2), and when each last changed.
+
+``ruledex build --repo PATH --ref REF`` reads the commit's tree, never the working tree, so what is
+built is exactly what was reviewed and merged. History gives every rule its last-changed commit,
+date and author (the newest commit whose diff to its first parent touches the file, renames
+detected, so a moved file keeps its history).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from ruledex.reader.errors import ConfigError
+
+from .source import SourceFile, SourceInfo, _clean_url, path_format, source_from_bytes
+
+DEFAULT_SUBDIR = "rules"
+HISTORY_LIMIT = 10_000
+"""Commits walked at most when looking for last changes (older files report the oldest one seen)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """The last commit that changed a file."""
+
+    commit: str
+    date: str
+    author: str
+
+
+def _iso(commit: pygit2.Commit) -> str:
+    return dt.datetime.fromtimestamp(commit.commit_time, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def open_repository(path: Path) -> pygit2.Repository:
+    """The repository at or above ``path``; a clear error when there is none."""
+    found = pygit2.discover_repository(str(Path(path).resolve()))
+    if not found:
+        raise ConfigError(f"{path}: not inside a git repository; pass --repo with the repository's folder")
+    return pygit2.Repository(found)
+
+
+def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
+    """A branch, tag or commit id as a commit; a clear error naming the ref otherwise."""
+    try:
+        return repo.revparse_single(ref).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        raise ConfigError(
+            f"{ref!r} is not a branch, tag or commit in {repo.workdir or repo.path}; see `git log` or `git tag`"
+        ) from None
+
+
+def _subtree(commit: pygit2.Commit, subdir: str | None) -> tuple[pygit2.Tree, str]:
+    tree = commit.tree
+    if subdir is None:
+        try:
+            is_tree = tree[DEFAULT_SUBDIR].type_str == "tree"
+        except KeyError:
+            is_tree = False
+        subdir = DEFAULT_SUBDIR if is_tree else ""
+    if not subdir.strip("/"):
+        return tree, ""
+    try:
+        sub = tree[subdir.strip("/")]
+    except KeyError:
+        raise ConfigError(
+            f"{subdir!r} does not exist in commit {str(commit.id)[:12]}; pass --path with the rules folder"
+        ) from None
+    if sub.type_str != "tree":
+        raise ConfigError(
+            f"{subdir!r} in commit {str(commit.id)[:12]} is a file, not a folder; pass --path with the rules folder"
+        )
+    return sub, subdir.strip("/")
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[tuple[str, pygit2.Blob]]:
+    out = []
+    for entry in tree:
+        rel = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            if entry.name in ("node_modules",) or (
+                entry.name.startswith((".", "_"))
+                and entry.name not in (".cursor", ".github", ".clinerules", ".windsurf")
+            ):
+                continue
+            out.extend(_walk(repo, repo[entry.id], f"{rel}/"))
+        elif entry.type_str == "blob" and path_format(rel):
+            out.append((rel, repo[entry.id]))
+    return out
+
+
+def _tag_for(repo: pygit2.Repository, commit: pygit2.Commit) -> str:
+    for name in sorted(repo.references):
+        if name.startswith("refs/tags/") and repo.references[name].peel(pygit2.Commit).id == commit.id:
+            return name.removeprefix("refs/tags/")
+    return ""
+
+
+def tree_sources(
+    repo_path: Path, ref: str, subdir: str | None = None
+) -> tuple[list[SourceFile], SourceInfo, dict[str, Change]]:
+    """Rule files of ``ref``'s tree (below ``subdir``: default ``rules/`` when present, else the root).
+
+    Returns the files in path order, the facts for the manifest, and each file's last change.
+    """
+    repo = open_repository(repo_path)
+    commit = resolve_commit(repo, ref)
+    tree, sub = _subtree(commit, subdir)
+    blobs = sorted(_walk(repo, tree), key=lambda pair: pair[0])
+    sources = [source_from_bytes(rel, blob.data) for rel, blob in blobs]
+    remote = next((r.url for r in repo.remotes if r.name == "origin"), None)
+    info = SourceInfo(
+        repository=_clean_url(remote) if remote else "",
+        commit=str(commit.id),
+        ref=ref,
+        path=sub,
+        dirty=False,
+        time=_iso(commit),
+        tag=_tag_for(repo, commit),
+        tree=str(tree.id),
+    )
+    prefix = f"{sub}/" if sub else ""
+    changes = last_changes(repo, commit, {f"{prefix}{rel}": rel for rel, _ in blobs})
+    return sources, info, changes
+
+
+def last_changes(repo: pygit2.Repository, head: pygit2.Commit, wanted: dict[str, str]) -> dict[str, Change]:
+    """For each repository path in ``wanted`` (mapped to its rules-relative path), its last change."""
+    pending = dict(wanted)
+    found: dict[str, Change] = {}
+    for count, commit in enumerate(repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)):
+        if not pending or count >= HISTORY_LIMIT:
+            break
+        if commit.parents:
+            diff = repo.diff(commit.parents[0], commit)
+            diff.find_similar()
+            touched = {d.new_file.path: d.old_file.path for d in diff.deltas}
+        else:
+            touched = {path: path for path in pending}
+        for new_path, old_path in touched.items():
+            rel = pending.pop(new_path, None)
+            if rel is None:
+                continue
+            found[rel] = Change(str(commit.id), _iso(commit), commit.author.name)
+            del old_path  # a rename is itself the last change; earlier history is not needed
+    return found
+
+
+def working_tree_changes(rules_dir: Path, rels: list[str]) -> dict[str, Change]:
+    """Last changes (from HEAD's history) of files in a working-tree rules folder; empty outside git."""
+    try:
+        repo = open_repository(rules_dir)
+    except (ConfigError, pygit2.GitError):
+        return {}
+    if repo.head_is_unborn or repo.workdir is None:
+        return {}
+    sub = Path(rules_dir).resolve().relative_to(Path(repo.workdir).resolve()).as_posix()
+    prefix = "" if sub == "." else f"{sub}/"
+    return last_changes(repo, repo.head.peel(pygit2.Commit), {f"{prefix}{rel}": rel for rel in rels})

@@ -1,0 +1,153 @@
+"""Git-native lifecycle (issue #5): build from refs, history, reproducible and incremental builds."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from ruledex.builder.build import build
+from ruledex.reader.cli import main
+from ruledex.reader.index import Index
+
+from .conftest import rule_doc
+
+ALICE = pygit2.Signature("Alice", "alice@example.com", 1_700_000_000, 0)
+BOB = pygit2.Signature("Bob", "bob@example.com", 1_700_086_400, 0)
+
+
+def _commit(repo: pygit2.Repository, message: str, who: pygit2.Signature) -> str:
+    repo.index.add_all()
+    repo.index.write()
+    parents = [] if repo.head_is_unborn else [repo.head.target]
+    return str(repo.create_commit("HEAD", who, who, message, repo.index.write_tree(), parents))
+
+
+@pytest.fixture
+def rules_repo(tmp_path: Path) -> tuple[Path, pygit2.Repository, dict[str, str]]:
+    root = tmp_path / "origin"
+    (root / "rules").mkdir(parents=True)
+    (root / "README.md").write_text("# rules repo\n", encoding="utf-8")
+    (root / "rules" / "api.md").write_text(
+        rule_doc("## S\n\n- [MUST] Version every public endpoint.", id="api"), encoding="utf-8"
+    )
+    (root / "rules" / "db.md").write_text(
+        rule_doc("## S\n\n- [MUST] Make every migration reversible.", id="db"), encoding="utf-8"
+    )
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    first = _commit(repo, "first rules", ALICE)
+    (root / "rules" / "api.md").rename(root / "rules" / "http-api.md")
+    second = _commit(repo, "rename api rule", BOB)
+    repo.create_tag("v1.0.0", repo.head.target, pygit2.enums.ObjectType.COMMIT, ALICE, "release")
+    return root, repo, {"first": first, "second": second}
+
+
+def test_build_from_ref_reads_the_commit_not_the_working_tree(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, commits = rules_repo
+    (root / "rules" / "db.md").write_text(rule_doc("## S\n\n- [MUST] Uncommitted edit.", id="db"), encoding="utf-8")
+    result = build(None, tmp_path / "r.ruledex", repo=root, ref="v1.0.0")
+    with Index(result.path) as index:
+        m = index.manifest
+        texts = [index.directive(i).text for i in range(index.n_directives)]
+        rules = {r.path: r for r in index.rules()}
+    assert "Make every migration reversible." in texts and "Uncommitted edit." not in texts
+    assert m["source"]["commit"] == commits["second"] and m["source"]["ref"] == "v1.0.0"
+    assert m["source"]["path"] == "rules" and len(m["source"]["tree"]) == 40 and m["source"]["dirty"] is False
+    assert m["version"] == "v1.0.0"
+    # history: the renamed file's last change is the rename (Bob); the untouched one is Alice's
+    assert rules["http-api.md"].last_author == "Bob" and rules["http-api.md"].last_commit == commits["second"]
+    assert rules["db.md"].last_author == "Alice" and rules["db.md"].last_updated == "2023-11-14T22:13:20Z"
+
+
+def test_older_ref_and_subdir_errors(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, commits = rules_repo
+    with Index(build(None, tmp_path / "old.ruledex", repo=root, ref=commits["first"]).path) as index:
+        assert sorted(r.path for r in index.rules()) == ["api.md", "db.md"]
+    assert main(["build", "--repo", str(root), "--ref", "no-such-ref", "--out", str(tmp_path / "x.ruledex"), "-q"]) == 1
+    assert (
+        main(
+            [
+                "build",
+                "--repo",
+                str(root),
+                "--ref",
+                "main",
+                "--path",
+                "nope",
+                "--out",
+                str(tmp_path / "x.ruledex"),
+                "-q",
+            ]
+        )
+        == 1
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_two_clones_build_byte_identical_indexes(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, _commits = rules_repo
+    outs = []
+    for name in ("clone-a", "nested/elsewhere/clone-b"):
+        clone = tmp_path / name
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+        outs.append(build(clone / "rules", tmp_path / f"{clone.name}.ruledex").path)
+        outs.append(build(None, tmp_path / f"{clone.name}-ref.ruledex", repo=clone, ref="v1.0.0").path)
+    assert outs[0].read_bytes() == outs[2].read_bytes()
+    assert outs[1].read_bytes() == outs[3].read_bytes()
+    with Index(outs[0]) as index:
+        assert str(tmp_path) not in str(index.manifest), "no absolute path inside the index"
+
+
+def test_incremental_build_reuses_unchanged_files_and_is_byte_identical(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, _commits = rules_repo
+    first = build(root / "rules", tmp_path / "first.ruledex")
+    (root / "rules" / "db.md").write_text(
+        rule_doc("## S\n\n- [MUST] Make every migration reversible and tested.", id="db"), encoding="utf-8"
+    )
+    full = build(root / "rules", tmp_path / "full.ruledex")
+    incremental = build(root / "rules", tmp_path / "incremental.ruledex", previous=first.path)
+    assert incremental.reused == 1
+    assert incremental.path.read_bytes() == full.path.read_bytes()
+
+
+def test_incremental_with_another_model_reuses_nothing(
+    tmp_path: Path, rules_repo: tuple, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, _repo, _commits = rules_repo
+    first = build(root / "rules", tmp_path / "first.ruledex")
+    import ruledex.builder.build as builder
+
+    monkey_version = builder.tool_version
+    builder.tool_version = lambda: "0.0.0-other"
+    try:
+        again = build(root / "rules", tmp_path / "again.ruledex", previous=first.path)
+    finally:
+        builder.tool_version = monkey_version
+    assert again.reused == 0
+
+
+def test_crlf_rules_build_the_same_index_as_lf(tmp_path: Path) -> None:
+    from .conftest import RULES
+
+    built = []
+    for name, newline in (("lf", b"\n"), ("crlf", b"\r\n")):
+        folder = tmp_path / name / "rules"
+        folder.mkdir(parents=True)
+        for path in RULES.glob("*.md"):
+            (folder / path.name).write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", newline))
+        built.append(build(folder, tmp_path / f"{name}.ruledex").path.read_bytes())
+    assert built[0] == built[1]
+
+
+def test_diff_between_two_refs(rules_repo: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    root, _repo, commits = rules_repo
+    assert main(["diff", commits["first"], "v1.0.0", "--repo", str(root), "--json"]) == 0
+    result = __import__("json").loads(capsys.readouterr().out)
+    # the rule keeps its front-matter id across the rename: same rule, new path, directives moved
+    assert result["rules"]["changed"] == [{"id": "api", "fields": ["path"]}]
+    assert result["directives"]["moved"] == [{"from": "api#s-1", "to": "http-api#s-1"}]
+    assert result["directives"]["added"] == [] and result["directives"]["removed"] == []
