@@ -16,6 +16,7 @@ from ruledex.reader.errors import RuleError
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .build import build
 from .embed import load_model
+from .gitsource import tree_sources
 from .lint import Finding, from_rule_error, lint
 from .parse import parse_document
 from .source import RULEDEX, read_sources
@@ -53,16 +54,23 @@ def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> l
 
 
 def check(
-    rules_dir: Path,
+    rules_dir: Path | None,
     *,
     examples: bool = False,
     index_path: Path | None = None,
     strict: bool = False,
     today: dt.date | None = None,
+    repo: Path | None = None,
+    ref: str | None = None,
+    subpath: str | None = None,
 ) -> list[Finding]:
-    """All findings for a rules folder, sorted by path and line."""
+    """All findings for a rules folder, or for the rules of a git ref (``repo``/``ref``), by path and line."""
     today = today or dt.date.today()
-    sources = read_sources(Path(rules_dir))
+    from_git = ref is not None or repo is not None
+    if from_git:
+        sources = tree_sources(Path(repo or "."), ref or "HEAD", subpath)[0]
+    else:
+        sources = read_sources(Path(rules_dir or "rules"))
     findings: list[Finding] = []
     parsed = []
     seen: dict[str, str] = {}
@@ -119,7 +127,11 @@ def check(
             findings.extend(example_findings(index_path, texts, strict))
         else:
             with tempfile.TemporaryDirectory(prefix="ruledex-check-") as tmp:
-                built = build(Path(rules_dir), Path(tmp) / "check.ruledex").path
+                out = Path(tmp) / "check.ruledex"
+                if from_git:
+                    built = build(None, out, repo=Path(repo or "."), ref=ref or "HEAD", subpath=subpath).path
+                else:
+                    built = build(Path(rules_dir or "rules"), out).path
                 findings.extend(example_findings(built, texts, strict))
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
 

@@ -232,6 +232,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     findings = check(
         Path(args.rules_dir),
+        repo=Path(args.repo) if args.repo else None,
+        ref=args.ref,
+        subpath=args.path,
         examples=args.examples,
         index_path=Path(args.index) if args.index else None,
         strict=args.strict,
@@ -418,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/)")
     p.add_argument("--examples", action="store_true", help="also check that example tasks retrieve their rule")
+    p.add_argument("--repo", metavar="PATH", help="check a git ref of this repository instead of a folder")
+    p.add_argument("--ref", metavar="REF", help="branch, tag or commit to check (reads the commit's tree)")
+    p.add_argument("--path", metavar="SUBDIR", help="rules folder inside the tree (default: rules/ when present)")
     p.add_argument("--index", help="check examples against this index instead of building one")
     p.add_argument("--strict", action="store_true", help="expired rules and example misses are errors")
     p.add_argument(

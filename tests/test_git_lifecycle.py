@@ -151,3 +151,10 @@ def test_diff_between_two_refs(rules_repo: tuple, capsys: pytest.CaptureFixture[
     assert result["rules"]["changed"] == [{"id": "api", "fields": ["path"]}]
     assert result["directives"]["moved"] == [{"from": "api#s-1", "to": "http-api#s-1"}]
     assert result["directives"]["added"] == [] and result["directives"]["removed"] == []
+
+
+def test_check_a_ref(rules_repo: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    root, _repo, _commits = rules_repo
+    (root / "rules" / "db.md").write_text("# broken working tree, not committed\n\n- no marker\n", encoding="utf-8")
+    assert main(["check", "--repo", str(root), "--ref", "v1.0.0", "--json"]) == 0
+    assert __import__("json").loads(capsys.readouterr().out)["errors"] == 0
