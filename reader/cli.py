@@ -286,11 +286,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .pin import find_config, read_pin
     from .server import serve
 
-    config = None if args.index else find_config(Path.cwd())
+    paths = args.index or []
+    config = None if paths else find_config(Path.cwd())
     pinned = read_pin(config).sha256 if config is not None else None
     return serve(
         pinned_sha256=pinned,
-        index_path=find_index(args.index),
+        index_path=find_index(paths[0] if paths else None),
+        layers=[Path(p) for p in paths[1:]],
         http=args.http,
         log_queries=Path(args.log_queries) if args.log_queries else None,
     )
@@ -385,7 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
         "on 127.0.0.1 unless a host is given. Logs go to stderr.",
         epilog="Example: ruledex serve --index dist/rules-v1.2.0.ruledex --http 8765",
     )
-    _add_index(p)
+    p.add_argument(
+        "--index",
+        action="append",
+        help="index file; repeat to layer several (organisation, team, project) for query_directives "
+        "(default: the project's pin, else the newest *.ruledex in ./dist)",
+    )
     p.add_argument(
         "--http", metavar="[HOST:]PORT", help="serve Streamable HTTP instead of stdio (host default 127.0.0.1)"
     )

@@ -17,6 +17,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -33,7 +34,8 @@ from starlette.responses import JSONResponse, Response
 from . import tools
 from .detect import MODES
 from .errors import RuledexError
-from .query import query_directives
+from .index import Index
+from .query import query_directives, query_indexes
 from .querylog import QueryLog, log_record
 from .shapes import (
     DetectedContext,
@@ -138,9 +140,10 @@ DESCRIPTIONS = {
 class RuleTools:
     """The tool functions; each validates through the reader and answers from the current index."""
 
-    def __init__(self, holder: IndexHolder) -> None:
-        """Answer from ``holder``'s index."""
+    def __init__(self, holder: IndexHolder, layers: list[IndexHolder] | None = None) -> None:
+        """Answer from ``holder``'s index; ``query_directives`` also from ``layers`` (more indexes)."""
         self.holder = holder
+        self.layers = layers or []
 
     def _run(self, work: Callable[[Loaded], T]) -> T:
         """Call ``work(loaded)`` on the current index; reader errors become tool errors."""
@@ -150,11 +153,23 @@ class RuleTools:
             except (ValueError, RuledexError) as exc:
                 raise ToolError(str(exc)) from exc
 
+    def _run_layered(self, work: Callable[[list[Index]], T]) -> T:
+        """Call ``work`` with every served index (each kept open for the call); errors become tool errors."""
+        with ExitStack() as stack:
+            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
+            try:
+                return work(indexes)
+            except (ValueError, RuledexError) as exc:
+                raise ToolError(str(exc)) from None
+
     def query_directives(
         self, taskDescription: TaskText, modeSlug: ModeSlug = None, options: QueryOptionsArg = None
     ) -> Annotated[CallToolResult, QueryAnswer]:
         """The rules that matter for a task (the text content is the markdown block itself)."""
-        answer = self._run(lambda ld: query_directives(ld.index, taskDescription, modeSlug, options))
+        if self.layers:
+            answer = self._run_layered(lambda idx: query_indexes(idx, taskDescription, modeSlug, options))
+        else:
+            answer = self._run(lambda ld: query_directives(ld.index, taskDescription, modeSlug, options))
         return _markdown_result(answer["context_block"], answer)
 
     def detect_context(self, text: TaskText, options: DetectOptionsArg = None) -> DetectedContext:
@@ -267,7 +282,9 @@ def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) 
 class RuledexServer(MCPServer):
     """The ruledex MCP server: read-only tools, one resource per rule, a prompt per mode."""
 
-    def __init__(self, holder: IndexHolder, *, query_log: QueryLog | None = None) -> None:
+    def __init__(
+        self, holder: IndexHolder, *, query_log: QueryLog | None = None, layers: list[IndexHolder] | None = None
+    ) -> None:
         """Serve ``holder``'s index; log every tool call to ``query_log`` if given."""
         super().__init__(
             name="ruledex",
@@ -278,7 +295,7 @@ class RuledexServer(MCPServer):
         )
         self.holder = holder
         self.query_log = query_log
-        self.rule_tools = RuleTools(holder)
+        self.rule_tools = RuleTools(holder, layers)
         self._schemas: dict[str, dict[str, Any]] = {}
         for name in TOOL_NAMES:
             self.add_tool(
@@ -403,14 +420,22 @@ async def _serve_http(server: RuledexServer, host: str, port: int) -> None:
     await uvicorn.Server(config).serve()
 
 
-def serve(index_path: Path, *, http: str | None, log_queries: Path | None, pinned_sha256: str | None = None) -> int:
+def serve(
+    index_path: Path,
+    *,
+    http: str | None,
+    log_queries: Path | None,
+    pinned_sha256: str | None = None,
+    layers: list[Path] | None = None,
+) -> int:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP)."""
     _configure_logging()
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
     holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256)
+    extra = [IndexHolder(Path(p)) for p in layers or []]
     try:
-        server = RuledexServer(holder, query_log=query_log)
+        server = RuledexServer(holder, query_log=query_log, layers=extra)
         info = tools.index_info(holder.index)
         where = "stdio" if address is None else f"http://{address[0]}:{address[1]}/mcp"
         log.info(
@@ -429,6 +454,8 @@ def serve(index_path: Path, *, http: str | None, log_queries: Path | None, pinne
             anyio.run(_serve_http, server, *address)
     finally:
         holder.close()
+        for layer in extra:
+            layer.close()
     return 0
 
 

@@ -561,3 +561,32 @@ def test_hot_reload_refuses_a_replacement_that_breaks_the_pin(tmp_path: Path, bu
         assert holder.index is before
     finally:
         holder.close()
+
+
+def test_layered_indexes_answer_query_directives_together(bundled_index: Path, tmp_path: Path) -> None:
+    """serve --index org --index project: one answer from both, each citation naming its index."""
+    rules = write_rules(
+        tmp_path / "project",
+        {
+            "api.md": rule_doc(
+                "## Pagination\n\n- [MUST] Paginate list endpoints with opaque cursors.",
+                id="project-api",
+                extra="scope: project\n",
+            )
+        },
+    )
+    project = build(rules, tmp_path / "project.ruledex", name="project").path
+    org, proj = IndexHolder(bundled_index, check_interval=0), IndexHolder(project, check_interval=0)
+    try:
+        result = call(
+            RuledexServer(org, layers=[proj]),
+            "query_directives",
+            {"taskDescription": "Add pagination to the orders list endpoint"},
+        )
+        cited = result.structured_content["citations"]
+        assert cited[0]["index"] == "project" and cited[0]["rule"] == "project-api"
+        names = {c["index"] for c in cited}
+        assert len(names) == 2 and "project" in names, "both layers contribute and are named"
+    finally:
+        org.close()
+        proj.close()
