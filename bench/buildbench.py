@@ -1,0 +1,137 @@
+"""Build measurements: full build (the real ``ruledex build`` process), rebuild after one change, sizes.
+
+The build runs as a child process, as a user or CI runs it, so its time includes interpreter start
+and imports, and its peak RSS is its own (``wait4``). Its progress lines (``[  6.57s] parsed ...``)
+split the time into read+parse, model load, and embed+index+write. Incremental builds
+(``--previous``, issue #5) do not exist yet: the rebuild after one changed file is a full build and
+is reported as such, never as an incremental one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from .measure import MB, run_with_rusage
+
+FIXED_SECTIONS = ("token_vectors", "token_scales", "tokenizer", "layer_vectors", "topic_vectors")
+"""Sections whose size does not grow with the number of directives (the model and tokenizer)."""
+
+_STAMP = re.compile(r"^\[\s*([0-9.]+)s\]\s+(.*)$")
+
+
+def ruledex_argv() -> list[str]:
+    """How to run the ``ruledex`` CLI: the console script beside this interpreter, else ``-m``."""
+    script = Path(sys.executable).with_name("ruledex")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ruledex.reader.cli"]
+
+
+def phases(stderr: str) -> dict[str, Any]:
+    """Phases of a build from its progress lines (``[  6.57s] parsed ...``), whatever their order.
+
+    ``until_parsed_s``: from the start until every document is parsed (reading, parsing and, when the
+    builder loads it first, the model); ``embed_index_write_s``: from "embedding and indexing" to
+    "wrote"; ``stamps``: every progress line's time and first words.
+    """
+    stamps: list[tuple[float, str]] = []
+    for line in stderr.splitlines():
+        m = _STAMP.match(line.strip())
+        if m:
+            stamps.append((float(m.group(1)), m.group(2)))
+    first = {}
+    for t, message in stamps:
+        for key, prefix in (("parsed", "parsed "), ("embed", "embedding and indexing"), ("wrote", "wrote ")):
+            if message.startswith(prefix):
+                first.setdefault(key, t)
+    out: dict[str, Any] = {}
+    if "parsed" in first:
+        out["until_parsed_s"] = round(first["parsed"], 2)
+    if "embed" in first and "wrote" in first:
+        out["embed_index_write_s"] = round(first["wrote"] - first["embed"], 2)
+    out["stamps"] = [[t, " ".join(message.split()[:4])] for t, message in stamps]
+    return out
+
+
+def supports_previous() -> bool:
+    """Whether this ``ruledex build`` has incremental builds (``--previous FILE``, issue #5)."""
+    import subprocess
+
+    done = subprocess.run([*ruledex_argv(), "build", "--help"], capture_output=True, text=True, timeout=60)
+    return "--previous" in done.stdout
+
+
+def build_once(rules_dir: Path, out: Path, previous: Path | None = None) -> dict[str, Any]:
+    """One ``ruledex build`` process: wall time, its own timing, phases and peak RSS."""
+    argv = [*ruledex_argv(), "build", str(rules_dir), "--out", str(out), "--json"]
+    if previous is not None:
+        argv += ["--previous", str(previous)]
+    wall, peak, stdout, stderr = run_with_rusage(argv)
+    result = json.loads(stdout)
+    return {
+        "wall_s": round(wall, 2),
+        "build_s": result["seconds"],
+        "directives": result["directives"],
+        "rules": result["rules"],
+        "sha256": result.get("sha256"),
+        "reused_files": result.get("reused"),
+        "warnings": len(result["warnings"]),
+        "peak_rss_mb": peak,
+        "phases": phases(stderr),
+    }
+
+
+def artifact_sizes(path: Path) -> dict[str, Any]:
+    """File size, the fixed part (model and tokenizer), bytes per directive, and every section's size."""
+    from ruledex.reader.format import open_artifact
+
+    with open_artifact(path) as art:
+        table = art.manifest["sections"]
+        n = int(art.manifest["counts"]["directives"])
+    size = path.stat().st_size
+    fixed = sum(int(table[name]["nbytes"]) for name in FIXED_SECTIONS if name in table)
+    return {
+        "bytes": size,
+        "mb": round(size / MB, 2),
+        "fixed_bytes": fixed,
+        "fixed_mb": round(fixed / MB, 2),
+        "bytes_per_directive": round((size - fixed) / n, 1) if n else None,
+        "sections": {name: int(entry["nbytes"]) for name, entry in sorted(table.items())},
+    }
+
+
+def run_build(rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1) -> dict[str, Any]:
+    """Full build(s) of ``rules_dir`` into ``out``; then, if ``touch``, change one file and build again.
+
+    After the change: an incremental build (``--previous``, when this ruledex has it) and a full build,
+    whose files must be byte-identical; the full one stays at ``out`` for the later measurements.
+    """
+    from .synth import touch_one
+
+    runs = [build_once(rules_dir, out) for _ in range(max(1, repeats))]
+    best = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+    n = best["directives"]
+    result: dict[str, Any] = {
+        **best,
+        "runs_wall_s": [r["wall_s"] for r in runs],
+        "directives_per_s": round(n / best["build_s"], 1) if best["build_s"] else None,
+        "artifact": artifact_sizes(out),
+    }
+    if touch:
+        changed = touch_one(rules_dir)
+        result["changed_file"] = changed.relative_to(rules_dir).as_posix()
+        if supports_previous():
+            inc_out = out.with_name(out.stem + ".incremental" + out.suffix)
+            inc = build_once(rules_dir, inc_out, previous=out)
+            result["incremental"] = {"status": "ok", **inc}
+        else:
+            result["incremental"] = {"status": "not implemented (issue #5: --previous)", "build_s": None}
+        again = build_once(rules_dir, out)  # the index the later measurements use: after the change
+        result["rebuild_after_one_change"] = {"kind": "full build", **again}
+        if result["incremental"].get("sha256"):
+            result["incremental"]["identical_to_full_build"] = result["incremental"]["sha256"] == again["sha256"]
+            for path in (inc_out, inc_out.with_name(inc_out.name + ".sha256")):
+                path.unlink(missing_ok=True)
+    return result

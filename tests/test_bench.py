@@ -1,0 +1,177 @@
+"""The benchmark's own checks (fast; no timing assertions: numbers belong in bench/README.md).
+
+The synthetic generator is deterministic for a seed and its output builds with the strict parser
+and answers queries; the baselines agree on a trivial query; ``python -m bench --quick`` runs end
+to end on a tiny corpus and writes valid JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import synth
+from bench.baselines import Doc, Fts5Baseline, MemoryScanBaseline, fts_query, make_baselines
+from bench.buildbench import phases
+from bench.measure import summary
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.md")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_generator_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    first = synth.generate(tmp_path / "a", 400, seed=11)
+    again = synth.generate(tmp_path / "b", 400, seed=11)
+    other = synth.generate(tmp_path / "c", 400, seed=12)
+    assert first.directives == again.directives == other.directives == 400
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+    assert tree_digest(tmp_path / "a") != tree_digest(tmp_path / "c")
+
+
+def test_a_smaller_repository_is_a_prefix_of_a_larger_one() -> None:
+    small = list(synth.documents(200, seed=3))
+    large = list(synth.documents(1000, seed=3))
+    assert [d.text for d in small[:-1]] == [d.text for d in large[: len(small) - 1]]
+    assert sum(d.directives for d in small) == 200
+
+
+def test_directives_have_realistic_lengths() -> None:
+    import random
+
+    rng = random.Random(5)
+    lengths = [
+        len(synth.directive_text(rng, synth.VOCAB[topic], "ledgerpay").split())
+        for topic in synth.TOPIC_NAMES
+        for _ in range(50)
+    ]
+    assert min(lengths) >= 8 and max(lengths) <= 45
+    assert 12 <= sorted(lengths)[len(lengths) // 2] <= 30
+
+
+@pytest.fixture(scope="module")
+def synthetic_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 300-directive synthetic repository and its index, built with the library's strict build."""
+    from ruledex.builder.build import build
+
+    root = tmp_path_factory.mktemp("synth")
+    repo = synth.generate(root / "rules", 300)
+    result = build(repo.root, root / "synth.ruledex")
+    assert result.directives == 300
+    assert result.warnings == []
+    return repo.root, result.path
+
+
+def test_generated_rules_build_strictly_and_answer_queries(synthetic_index: tuple[Path, Path]) -> None:
+    from ruledex.reader.index import Index
+    from ruledex.reader.query import query_directives
+
+    rules_dir, index_path = synthetic_index
+    with Index(index_path) as index:
+        assert index.n_directives == 300
+        ids = {index.directive(i).id for i in range(index.n_directives)}
+        answer = query_directives(index, "Add pagination to the orders list endpoint and return problem details")
+        cited = [c["id"] for c in answer["citations"]]
+        assert len(cited) >= 3 and set(cited) <= ids
+        musts = [d for d in (index.directive(i) for i in range(index.n_directives)) if d.severity == "MUST"]
+        for directive in musts[::40][:4]:  # a directive's own words find it
+            found = query_directives(index, directive.text, options={"strictLayer": False})
+            assert directive.id in [c["id"] for c in found["citations"]], directive.text
+        assert all((rules_dir / c["sourcePath"]).exists() for c in answer["citations"])
+        assert (
+            len({index.rule(r).path for r in range(index.n_rules)})
+            == index.n_rules
+            == len(list(rules_dir.rglob("*.md")))
+        )
+
+
+def test_touch_one_changes_exactly_one_file(tmp_path: Path) -> None:
+    synth.generate(tmp_path, 100, seed=2)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.md")}
+    changed = synth.touch_one(tmp_path)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*.md")}
+    assert [p for p in before if before[p] != after[p]] == [changed]
+
+
+DOCS = [
+    Doc("a#one-1", "Security > Input", "Validate every request body at the boundary.", "security api"),
+    Doc("b#two-1", "Testing > Fixtures", "Reset the zebra fixture between tests.", "testing"),
+    Doc("c#three-1", "Database > Migrations", "Make every migration reversible.", "database"),
+]
+
+
+def test_baselines_return_the_same_ids_for_a_trivial_query(tmp_path: Path) -> None:
+    made, skipped = make_baselines(DOCS, tmp_path)
+    assert {b.name for b in made} | {s.split(":")[0] for s in skipped} == {"sqlite_fts5", "memory_scan", "bm25s"}
+    try:
+        for b in made:
+            assert b.search("zebra") == ["b#two-1"], b.name
+            assert b.search("nothing-like-this") == [], b.name
+    finally:
+        for b in made:
+            b.close()
+
+
+def test_fts5_uses_the_knowledge_memory_column_weights(tmp_path: Path) -> None:
+    docs = [
+        Doc("title-hit", "Caching rules", "Other words here.", "x"),
+        Doc("content-hit", "Other", "Caching is subtle.", "x"),
+    ]
+    fts = Fts5Baseline(docs, tmp_path / "f.sqlite")
+    try:
+        assert fts.search("caching") == ["title-hit", "content-hit"]
+    finally:
+        fts.close()
+    assert fts_query('say "hi" OR NOT x') == '"say" OR "hi" OR "or" OR "not"'
+
+
+def test_memory_scan_matches_the_whole_query_as_a_substring(tmp_path: Path) -> None:
+    scan = MemoryScanBaseline(DOCS, tmp_path / "m.jsonl")
+    assert scan.search("EVERY MIGRATION") == ["c#three-1"]
+    assert scan.search("every") == ["a#one-1", "c#three-1"]
+
+
+def test_summary_and_build_phases() -> None:
+    s = summary([float(i) for i in range(1, 101)])
+    assert (s["n"], s["p50"], s["min"], s["max"]) == (100, 50.5, 1.0, 100.0)
+    assert summary([]) == {"n": 0}
+    log = "[  0.50s] found 3 rule documents\n[  1.25s] parsed 3 rules, 9 directives\n[  1.25s] loading embedding model\n[  1.75s] embedding and indexing 9 directives\n[  2.00s] wrote x (1 bytes)\n"
+    got = phases(log)
+    assert (got["until_parsed_s"], got["embed_index_write_s"]) == (1.25, 0.25)
+    assert got["stamps"][1] == [1.25, "parsed 3 rules, 9"]
+
+
+def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--sizes", "150", "--no-bundled", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["errors"] == []
+    (corpus,) = results["corpora"]
+    assert corpus["directives"] == 150
+    assert corpus["build"]["artifact"]["bytes_per_directive"] > 0
+    assert corpus["query"]["systems"]["ruledex"]["n"] > 0
+    assert {"sqlite_fts5", "memory_scan"} <= set(corpus["query"]["systems"])
+    assert corpus["stdio"]["mismatches"] == [] and corpus["stdio"]["answers_checked"] > 0
+    assert corpus["concurrency"]["10"]["mismatches"] == [] and corpus["concurrency"]["10"]["errors"] == 0
+    assert corpus["cold"]["query_process_imports"] == []
+    assert {t["status"] for t in results["targets"]} <= {"pass", "MISS", "not run"}
+    assert "TARGETS" in done.stdout and str(out) in done.stdout
