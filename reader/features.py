@@ -49,11 +49,18 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     """Blend each value with the mean of the top three values of its rule (both in [0, 1])."""
     if not len(values):
         return values
-    rule_mean = np.zeros(len(values), np.float32)
-    for rule in np.unique(rules):
-        members = rules == rule
-        top = np.sort(values[members])[::-1][:3]
-        rule_mean[members] = top.mean() if len(top) else 0.0
+    values = values.astype(np.float32, copy=False)
+    by_rule = np.lexsort((-values, rules))  # each rule's values together, best first
+    sorted_rules = rules[by_rule]
+    starts = np.flatnonzero(np.r_[True, sorted_rules[1:] != sorted_rules[:-1]])
+    sizes = np.diff(np.r_[starts, len(values)])
+    top3 = np.zeros((len(starts), 3), np.float32)
+    for rank in range(3):  # the three best of every rule, summed best first as a sorted slice would be
+        has = sizes > rank
+        top3[has, rank] = values[by_rule[starts[has] + rank]]
+    means = ((top3[:, 0] + top3[:, 1]) + top3[:, 2]) / np.minimum(sizes, 3).astype(np.float32)
+    rule_mean = np.empty(len(values), np.float32)
+    rule_mean[by_rule] = np.repeat(means, sizes)
     return ((1 - share) * values + share * rule_mean).astype(np.float32)
 
 
@@ -76,12 +83,11 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     phrases = np.flatnonzero(np.isin(index.wta_rule, np.unique(rules)))
     sims = index.wta_vectors[phrases] @ qvec if np.any(qvec) else np.zeros(len(phrases), np.float32)
     per_rule = np.zeros(index.n_rules, np.float32)
-    keywords_of = index.wta_keywords
-    for phrase, sim in zip(phrases, sims, strict=True):
-        words = keywords_of[phrase]
+    for phrase, sim in zip(phrases.tolist(), sims.tolist(), strict=True):
+        words = index.wta_keywords(phrase)
         rule = int(index.wta_rule[phrase])
         lexical = len(words & terms) / max(1, min(len(words), 4))
-        per_rule[rule] = max(per_rule[rule], (float(sim) - 0.3) / 0.4, lexical)
+        per_rule[rule] = max(per_rule[rule], (sim - 0.3) / 0.4, lexical)
     return np.clip(per_rule[rules], 0.0, 1.0)
 
 

@@ -23,7 +23,7 @@ Pure functions; compiled patterns are cached.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -151,8 +151,8 @@ def globs_match(globs: Iterable[str], path: str) -> bool:
     return any(glob_match(g, path) for g in positive) and not any(glob_match(g, path) for g in negative)
 
 
-def matching_rules(rules: list[_HasGlobs], files: list[str]) -> set[int]:
-    """Positions in ``rules`` of the rules whose globs match at least one of ``files``.
+def matching_rules(rules: Sequence[_HasGlobs] | Mapping[int, _HasGlobs], files: list[str]) -> set[int]:
+    """Positions (list index or mapping key) of the rules whose globs match at least one of ``files``.
 
     Rules without globs are never returned: they are not tied to files (a query treats them as
     it always has). ``files`` are paths relative to the folder the index was built from.
@@ -160,4 +160,5 @@ def matching_rules(rules: list[_HasGlobs], files: list[str]) -> set[int]:
     wanted = [f for f in files if f and f.strip()]
     if not wanted:
         return set()
-    return {i for i, rule in enumerate(rules) if rule.globs and any(globs_match(rule.globs, f) for f in wanted)}
+    pairs = rules.items() if isinstance(rules, Mapping) else enumerate(rules)
+    return {i for i, rule in pairs if rule.globs and any(globs_match(rule.globs, f) for f in wanted)}

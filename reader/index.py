@@ -39,6 +39,7 @@ class Index:
         self.dir_topics = s("dir_topics")
         self.rule_authority = s("rule_authority")
         self.rule_core = s("rule_core")
+        self.rule_flags = s("rule_flags")
         self.wta_vectors = s("wta_vectors")
         self.wta_rule = s("wta_rule")
         self.layer_vectors = s("layer_vectors")
@@ -55,6 +56,7 @@ class Index:
         self._dir_offsets = s("directive_offsets")
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
+        self._wta_keywords: dict[int, frozenset[str]] = {}
         self._check_counts()
 
     def _check_vocab(self) -> None:
@@ -78,6 +80,15 @@ class Index:
                     name,
                     f"has {len(self.artifact.section(name))} rows for {n} directives; rebuild the index",
                 )
+        for name in ("rule_authority", "rule_core", "rule_flags"):
+            if len(self.artifact.section(name)) != self.n_rules:
+                raise ArtifactError(
+                    str(self.path),
+                    name,
+                    f"has {len(self.artifact.section(name))} rows for {self.n_rules} rules; rebuild the index",
+                )
+        if np.any(np.diff(self.wta_rule.astype(np.int64)) < 0):
+            raise ArtifactError(str(self.path), "wta_rule", "phrases are not in rule order; rebuild the index")
         if len(self._rule_offsets) != self.n_rules + 1:
             raise ArtifactError(
                 str(self.path), "rule_offsets", "row count disagrees with rule count; rebuild the index"
@@ -129,10 +140,18 @@ class Index:
         """Layer and topic terms the builder learnt from the rules."""
         return msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
 
-    @cached_property
-    def wta_keywords(self) -> list[set[str]]:
-        """Keyword sets of every when_to_apply phrase, aligned with ``wta_rule``."""
-        return [set(keywords(phrase)) for rule in self.rules() for phrase in rule.when_to_apply]
+    def wta_keywords(self, phrase: int) -> frozenset[str]:
+        """Keyword set of when_to_apply phrase ``phrase`` (a row of ``wta_rule``), made on first use.
+
+        Only the phrases of a query's candidate rules are ever needed, so nothing is made up front.
+        """
+        words = self._wta_keywords.get(phrase)
+        if words is None:
+            rule = int(self.wta_rule[phrase])
+            first = int(np.searchsorted(self.wta_rule, rule))  # phrases are stored in rule order
+            words = frozenset(keywords(self.rule(rule).when_to_apply[phrase - first]))
+            self._wta_keywords[phrase] = words
+        return words
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:
@@ -176,14 +195,23 @@ class Index:
         )
 
     @cached_property
-    def all_rules(self) -> list[RuleRecord]:
-        """Every rule record, decoded once (queries consult globs and alwaysApply on each call)."""
-        return self.rules()
+    def always_apply_rules(self) -> frozenset[int]:
+        """Positions of the rules that always apply, from ``rule_flags`` (no record decoded)."""
+        return frozenset(int(i) for i in np.flatnonzero(self.rule_flags & fmt.RULE_ALWAYS_APPLY))
+
+    @cached_property
+    def glob_rules(self) -> dict[int, RuleRecord]:
+        """The rules tied to file globs, by position: only their records are decoded."""
+        return {int(i): self.rule(int(i)) for i in np.flatnonzero(self.rule_flags & fmt.RULE_HAS_GLOBS)}
+
+    def rule_directive_ids(self, rule_index: int) -> range:
+        """Positions of one rule's directives (they are stored contiguously)."""
+        rule = self.rule(rule_index)
+        return range(rule.first_directive, rule.first_directive + rule.directive_count)
 
     def directives_of(self, rule_index: int) -> list[DirectiveRecord]:
         """The directives of one rule, in document order."""
-        rule = self.rule(rule_index)
-        return [self.directive(i) for i in range(rule.first_directive, rule.first_directive + rule.directive_count)]
+        return [self.directive(i) for i in self.rule_directive_ids(rule_index)]
 
     def find_rule(self, domain: str) -> int | None:
         """The index of the rule whose id or file stem is ``domain`` (case-insensitive)."""

@@ -244,12 +244,12 @@ def rank_task(
     n_own = len(dict.fromkeys(keywords(task)))
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
-    scoped = matching_rules(index.all_rules, list(opts.files)) if opts.files else set()
-    always = {i for i, rule in enumerate(index.all_rules) if rule.always_apply}
+    scoped = matching_rules(index.glob_rules, list(opts.files)) if opts.files else set()
+    always = set(index.always_apply_rules)
     got = _with_rules(index, got, scoped | always, qvec)
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    votes = add_file_votes(feedback_votes(index, got), [index.all_rules[i] for i in sorted(scoped)])
+    votes = add_file_votes(feedback_votes(index, got), [index.rule(i) for i in sorted(scoped)])
     det = detect_in_index(index, task, mode, qvec, feedback=votes, llm_answer=llm_answer)
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
@@ -259,7 +259,7 @@ def rank_task(
     keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned
     if opts.files:
         # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
-        elsewhere = [i for i, rule in enumerate(index.all_rules) if rule.globs and i not in scoped]
+        elsewhere = sorted(set(index.glob_rules) - scoped)
         keep &= ~np.isin(index.dir_rule[got.ids], elsewhere)
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
@@ -303,13 +303,14 @@ def rank_task(
             rule = index.rule(directive.rule)
             total = float(scored.total[pos]) + SCOPE_BOOST.get(rule.scope, 0.0)
             items.append(Item(directive, rule, total, index_name=index_name, commit=index.commit))
-            breakdowns[(index_name, directive.id)] = scored.row(int(pos))
+            if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
+                breakdowns[(index_name, directive.id)] = scored.row(int(pos))
     timings["rank"] = time.perf_counter() - t0
-    if opts.files and not any(rule.globs for rule in index.all_rules):
+    if opts.files and not index.glob_rules:
         notes.append(
             "files were given but no rule in this index is tied to file globs; they did not change the ranking"
         )
-    matched = sorted(index.all_rules[i].id for i in scoped)
+    matched = sorted(index.rule(i).id for i in scoped)
     return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched)
 
 
@@ -317,15 +318,7 @@ def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray)
     """Add every directive of ``rules`` (file-matched or alwaysApply) to the candidates, ids ascending."""
     if not rules:
         return got
-    wanted = np.concatenate(
-        [
-            np.arange(
-                index.all_rules[r].first_directive,
-                index.all_rules[r].first_directive + index.all_rules[r].directive_count,
-            )
-            for r in sorted(rules)
-        ]
-    )
+    wanted = np.concatenate([np.asarray(index.rule_directive_ids(r)) for r in sorted(rules)])
     extra = np.setdiff1d(wanted, got.ids).astype(got.ids.dtype)
     if not len(extra):
         return got

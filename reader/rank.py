@@ -96,11 +96,12 @@ def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
     """Positions (in the given order) that repeat an earlier row: cosine at or above threshold."""
     dropped: list[int] = []
     kept: list[int] = []
+    gram = vectors @ vectors.T  # one product instead of one per row
+    empty = ~np.any(vectors, axis=1)
     for i in range(len(vectors)):
-        if not np.any(vectors[i]):
+        if empty[i]:
             kept.append(i)
-            continue
-        if kept and float(np.max(vectors[kept] @ vectors[i])) >= threshold:
+        elif kept and float(gram[kept, i].max()) >= threshold:
             dropped.append(i)
         else:
             kept.append(i)

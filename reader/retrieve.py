@@ -47,6 +47,10 @@ def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = No
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Ids of the ``k`` best positive scores, best first, ties by id (stable, no argpartition noise)."""
     nonzero = np.flatnonzero(scores > 0)
+    if len(nonzero) > k > 0:
+        # partition first: only scores tied with or above the k-th best need sorting (every tie kept)
+        values = scores[nonzero]
+        nonzero = nonzero[values >= np.partition(values, len(values) - k)[len(values) - k]]
     if len(nonzero) == 0:
         return nonzero
     order = np.lexsort((nonzero, -scores[nonzero]))

@@ -67,7 +67,7 @@ class Loaded:
         with self.lock:
             if not self._warm:
                 if self.index.n_directives:
-                    _ = self.index.encoder, self.index.detect_terms, self.index.wta_keywords
+                    _ = self.index.encoder, self.index.detect_terms
                 self._warm = True
 
     def cached(self, key: str, build: Callable[[Index], T]) -> T:

@@ -51,6 +51,9 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_globs_and_always_apply_are_kept(mixed: Path) -> None:
     with Index(mixed) as index:
         rules = {r.path: r for r in index.rules()}
+        # the per-rule flags table (what queries read) agrees with the records
+        assert index.always_apply_rules == {i for i, r in enumerate(index.rules()) if r.always_apply}
+        assert set(index.glob_rules) == {i for i, r in enumerate(index.rules()) if r.globs}
     assert rules[".cursor/rules/react.mdc"].globs == ("src/components/**/*.tsx",)
     assert rules[".github/instructions/migrations.instructions.md"].globs == ("db/migrations/**/*.sql",)
     assert rules[".cursor/rules/house.mdc"].always_apply is True

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import struct
 from pathlib import Path
 
@@ -145,6 +147,16 @@ def test_write_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
         fmt.write(target, {}, arrays)
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.ruledex"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_written_index_is_readable_like_any_new_file(tmp_path: Path, bundled_index: Path) -> None:
+    """mkstemp makes 0600 files; a published index must get the usual 0666-less-umask mode."""
+    target = tmp_path / "copy.ruledex"
+    fmt.write_bytes_atomic(target, bundled_index.read_bytes())
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
 
 
 def test_cli_suffix_matches_the_format() -> None:
