@@ -37,6 +37,7 @@ from ruledex.reader.vocab import TOPICS
 
 from .blobs import js_to_markdown, json_to_markdown
 from .freeform import LineMap, Outline, read_markdown
+from .frontmatter import SAFE_LOADER
 from .infer import FALLBACK_TOPIC, authority_from_name, humanise, infer_context, infer_severity
 from .parse import ParsedDocument, normalise_newlines
 from .source import RULEDEX, SourceFile
@@ -122,7 +123,7 @@ def read_front_matter(text: str, path: str) -> ForeignFrontMatter:
         raise SkipFile(path, 1, "front matter", "opened with '---' but never closed")
     values: Any = None
     try:
-        values = yaml.safe_load("\n".join(block))
+        values = yaml.load("\n".join(block), Loader=SAFE_LOADER)
     except yaml.YAMLError:
         values = None
     if not isinstance(values, dict):

@@ -259,9 +259,14 @@ def reusable(previous: Path, model: StoredModel) -> tuple[dict[tuple[str, str], 
     Reuse is safe when the previous index was made by this ruledex version with the same model:
     the same bytes then parse to the same records. Returns the cache and, when it is empty, why.
     """
+    from ruledex.reader.errors import ArtifactError
     from ruledex.reader.index import Index
 
-    with Index(Path(previous)) as old:
+    try:
+        old = Index(Path(previous))
+    except ArtifactError as exc:  # e.g. an index of an older format: build in full rather than fail
+        return {}, f"it cannot be read ({exc})"
+    with old:
         if old.manifest.get("tool", {}).get("version") != tool_version():
             return (
                 {},

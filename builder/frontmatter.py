@@ -14,6 +14,9 @@ import yaml
 
 from ruledex.reader.errors import RuleError
 
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader where PyYAML was built with it (several times faster), else the pure-Python one."""
+
 
 @dataclass(frozen=True)
 class FrontMatter:
@@ -48,8 +51,12 @@ def split(text: str, path: str, *, required: bool = True) -> FrontMatter:
         )
     block = "\n".join(lines[1:end])
     try:
-        node = yaml.compose(block, Loader=yaml.SafeLoader)
-        values = yaml.safe_load(block)
+        loader = SAFE_LOADER(block)
+        try:  # parse once: the node tree gives each key's line, the constructor its value
+            node = loader.get_single_node()
+            values = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         # Point at where the broken construct starts (context), and say where YAML noticed it.
         start = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)

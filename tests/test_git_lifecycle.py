@@ -130,6 +130,18 @@ def test_incremental_with_another_model_reuses_nothing(
     assert again.reused == 0
 
 
+def test_incremental_with_an_unreadable_previous_index_builds_in_full(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, _commits = rules_repo
+    first = build(root / "rules", tmp_path / "first.ruledex")
+    damaged = tmp_path / "old-format.ruledex"
+    damaged.write_bytes(first.path.read_bytes()[:100])  # e.g. a file an older, incompatible ruledex wrote
+    said: list[str] = []
+    again = build(root / "rules", tmp_path / "again.ruledex", previous=damaged, progress=said.append)
+    assert again.reused == 0
+    assert again.path.read_bytes() == first.path.read_bytes()
+    assert any(line.startswith(f"not reusing {damaged}: it cannot be read") for line in said), said
+
+
 def test_crlf_rules_build_the_same_index_as_lf(tmp_path: Path) -> None:
     from .conftest import RULES
 
