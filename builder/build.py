@@ -25,7 +25,7 @@ from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .gitsource import Change, tree_sources, working_tree_changes
-from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document
+from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document, rule_extra_document
 from .parse import ParsedDocument, parse_document
 from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
@@ -182,7 +182,14 @@ def compile_index(
     stored = weighted(model, idf_weights(model.encoder(), documents)) if documents else model
     encoder = stored.encoder()
     vectors = embed_texts(encoder, texts)
-    kw = build_keyword_index(documents)
+    members: list[list[DirectiveRecord]] = [[] for _ in rules]
+    for d in directives:
+        members[d.rule].append(d)
+    kw = build_keyword_index(
+        documents,
+        [d.rule for d in directives],
+        [rule_extra_document(r, ds) for r, ds in zip(rules, members, strict=True)],
+    )
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
     rule_bytes, rule_offsets = pack_records([r.to_row() for r in rules])
@@ -194,10 +201,14 @@ def compile_index(
         "tokenizer": np.frombuffer(model.tokenizer_json.encode(), dtype="|u1"),
         "kw_terms": kw.terms,
         "kw_term_offsets": kw.term_offsets,
-        "kw_indptr": kw.indptr,
-        "kw_postings": kw.postings,
-        "kw_tf": kw.tf,
-        "kw_doc_len": kw.doc_len,
+        "kw_indptr": kw.directives.indptr,
+        "kw_postings": kw.directives.postings,
+        "kw_tf": kw.directives.tf,
+        "kw_doc_len": kw.directives.doc_len,
+        "rule_kw_indptr": kw.rules.indptr,
+        "rule_kw_postings": kw.rules.postings,
+        "rule_kw_tf": kw.rules.tf,
+        "rule_kw_doc_len": kw.rules.doc_len,
         **directive_tables(directives),
         **rule_tables(rules),
         "wta_vectors": wta_vectors.astype("<f4"),
@@ -235,7 +246,7 @@ def compile_index(
             "k1": BM25_K1,
             "b": BM25_B,
             "avgdl": kw.avgdl,
-            "terms": int(len(kw.indptr) - 1),
+            "terms": int(len(kw.term_offsets) - 1),
         },
         "counts": {
             "rules": len(rules),

@@ -1,8 +1,10 @@
 """Build the inverted keyword index (CSR) that the reader scores with BM25.
 
 Each directive is one document: its text, rationale, anti-patterns, section names and rule title,
-tokenized by the shared :func:`ruledex.reader.text.keywords`. Terms are sorted by their UTF-8
-bytes so the reader can binary-search them in place.
+tokenized by the shared :func:`ruledex.reader.text.keywords`. Each rule is one more document, for
+whole-document BM25: its directives' documents together plus what only the rule has (description,
+when_to_apply, example tasks, file name, code examples). Both posting lists share one term table,
+sorted by UTF-8 bytes so the reader can binary-search it in place.
 """
 
 from __future__ import annotations
@@ -25,42 +27,76 @@ def directive_document(rule: RuleRecord, directive: DirectiveRecord) -> str:
     return "\n".join(p for p in parts if p)
 
 
-@dataclass(frozen=True)
-class KeywordIndex:
-    """CSR arrays of the inverted index, ready for the artifact."""
+def rule_extra_document(rule: RuleRecord, directives: list[DirectiveRecord]) -> str:
+    """What a rule document says beyond its directives' documents (whole-document evidence).
 
-    terms: np.ndarray
-    term_offsets: np.ndarray
+    The file name counts: in foreign rule sets (``nextjs-app-router.mdc``) it is often the best
+    statement of what the rule is about.
+    """
+    stem = rule.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    parts = [rule.description, *rule.when_to_apply, *rule.examples, stem.replace("-", " ").replace("_", " ")]
+    parts += [code for d in directives for _lang, code in d.examples]
+    return "\n".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One CSR posting list over the shared term table: documents and term frequencies per term."""
+
     indptr: np.ndarray
     postings: np.ndarray
     tf: np.ndarray
     doc_len: np.ndarray
 
+
+@dataclass(frozen=True)
+class KeywordIndex:
+    """The term table and the directive and rule posting lists, ready for the artifact."""
+
+    terms: np.ndarray
+    term_offsets: np.ndarray
+    directives: Postings
+    rules: Postings
+
     @property
     def avgdl(self) -> float:
         """Mean document length in keyword tokens (BM25's length normaliser)."""
-        return float(self.doc_len.mean()) if len(self.doc_len) else 0.0
+        lengths = self.directives.doc_len
+        return float(lengths.mean()) if len(lengths) else 0.0
 
 
-def build_keyword_index(documents: list[str]) -> KeywordIndex:
-    """Index ``documents`` (one per directive, in directive order)."""
-    counts = [Counter(keywords(doc)) for doc in documents]
-    postings: dict[bytes, list[tuple[int, int]]] = {}
+def _postings(counts: list[Counter[str]], terms: list[bytes]) -> Postings:
+    by_term: dict[bytes, list[tuple[int, int]]] = {t: [] for t in terms}
     for doc_id, counter in enumerate(counts):
         for term, tf in counter.items():
-            postings.setdefault(term.encode(), []).append((doc_id, tf))
-    terms = sorted(postings)
-    blob = b"".join(terms)
-    offsets = np.zeros(len(terms) + 1, dtype="<u4")
-    np.cumsum([len(t) for t in terms], out=offsets[1:])
+            by_term[term.encode()].append((doc_id, tf))
     indptr = np.zeros(len(terms) + 1, dtype="<u4")
-    np.cumsum([len(postings[t]) for t in terms], out=indptr[1:])
-    flat = [pair for t in terms for pair in postings[t]]
-    return KeywordIndex(
-        terms=np.frombuffer(blob, dtype="|u1").copy(),
-        term_offsets=offsets,
+    np.cumsum([len(by_term[t]) for t in terms], out=indptr[1:])
+    flat = [pair for t in terms for pair in by_term[t]]
+    return Postings(
         indptr=indptr,
         postings=np.array([d for d, _ in flat], dtype="<u4"),
         tf=np.array([min(tf, 65535) for _, tf in flat], dtype="<u2"),
         doc_len=np.array([sum(c.values()) for c in counts], dtype="<u4"),
+    )
+
+
+def build_keyword_index(documents: list[str], rule_of: list[int], rule_extras: list[str]) -> KeywordIndex:
+    """Index ``documents`` (one per directive, in directive order) and the rules they belong to.
+
+    ``rule_of[i]`` is directive ``i``'s rule; a rule's document is the sum of its directives'
+    documents and ``rule_extras[rule]``.
+    """
+    counts = [Counter(keywords(doc)) for doc in documents]
+    rule_counts = [Counter(keywords(extra)) for extra in rule_extras]
+    for rule, counter in zip(rule_of, counts, strict=True):
+        rule_counts[rule].update(counter)
+    terms = sorted({term.encode() for counter in rule_counts for term in counter})
+    offsets = np.zeros(len(terms) + 1, dtype="<u4")
+    np.cumsum([len(t) for t in terms], out=offsets[1:])
+    return KeywordIndex(
+        terms=np.frombuffer(b"".join(terms), dtype="|u1").copy(),
+        term_offsets=offsets,
+        directives=_postings(counts, terms),
+        rules=_postings(rule_counts, terms),
     )

@@ -79,6 +79,10 @@ SECTIONS: dict[str, SectionSpec] = {
     "kw_postings": SectionSpec("<u4", 1, "directive ids, ascending within a term (postings,)"),
     "kw_tf": SectionSpec("<u2", 1, "term frequency per posting (postings,)"),
     "kw_doc_len": SectionSpec("<u4", 1, "keyword tokens per directive document (directives,)"),
+    "rule_kw_indptr": SectionSpec("<u4", 1, "rule postings of term i are [indptr[i], indptr[i+1]) (terms+1,)"),
+    "rule_kw_postings": SectionSpec("<u4", 1, "rule ids, ascending within a term (rule postings,)"),
+    "rule_kw_tf": SectionSpec("<u2", 1, "term frequency per rule posting (rule postings,)"),
+    "rule_kw_doc_len": SectionSpec("<u4", 1, "keyword tokens per whole rule document (rules,)"),
     # per-directive tables
     "dir_rule": SectionSpec("<u4", 1, "rule index of each directive (directives,)"),
     "dir_severity": SectionSpec("|u1", 1, "index into vocab.SEVERITIES (directives,)"),

@@ -48,6 +48,10 @@ class Index:
         self.kw_postings = s("kw_postings")
         self.kw_tf = s("kw_tf")
         self.kw_doc_len = s("kw_doc_len")
+        self.rule_kw_indptr = s("rule_kw_indptr")
+        self.rule_kw_postings = s("rule_kw_postings")
+        self.rule_kw_tf = s("rule_kw_tf")
+        self.rule_kw_doc_len = s("rule_kw_doc_len")
         self._terms = s("kw_terms")
         self._term_offsets = s("kw_term_offsets")
         self._rule_bytes = s("rule_records")
@@ -80,7 +84,7 @@ class Index:
                     name,
                     f"has {len(self.artifact.section(name))} rows for {n} directives; rebuild the index",
                 )
-        for name in ("rule_authority", "rule_core", "rule_flags"):
+        for name in ("rule_authority", "rule_core", "rule_flags", "rule_kw_doc_len"):
             if len(self.artifact.section(name)) != self.n_rules:
                 raise ArtifactError(
                     str(self.path),
@@ -89,6 +93,10 @@ class Index:
                 )
         if np.any(np.diff(self.wta_rule.astype(np.int64)) < 0):
             raise ArtifactError(str(self.path), "wta_rule", "phrases are not in rule order; rebuild the index")
+        if len(self.kw_indptr) != len(self.rule_kw_indptr) or len(self.kw_indptr) != len(self._term_offsets):
+            raise ArtifactError(
+                str(self.path), "rule_kw_indptr", "posting lists disagree with the term table; rebuild the index"
+            )
         if len(self._rule_offsets) != self.n_rules + 1:
             raise ArtifactError(
                 str(self.path), "rule_offsets", "row count disagrees with rule count; rebuild the index"
@@ -188,11 +196,9 @@ class Index:
         return [self.rule(i) for i in range(self.n_rules)]
 
     @cached_property
-    def rule_lengths(self) -> np.ndarray:
-        """Keyword tokens per rule document (sum over its directives), for rule-level BM25."""
-        return np.bincount(
-            self.dir_rule.astype(np.int64), weights=self.kw_doc_len.astype(np.float64), minlength=self.n_rules
-        )
+    def rule_avgdl(self) -> float:
+        """Mean whole-rule document length in keyword tokens."""
+        return float(self.rule_kw_doc_len.mean()) if self.n_rules else 1.0
 
     @cached_property
     def always_apply_rules(self) -> frozenset[int]:
@@ -243,6 +249,11 @@ class Index:
         """Directive ids and term frequencies of one term."""
         start, end = int(self.kw_indptr[term_id]), int(self.kw_indptr[term_id + 1])
         return self.kw_postings[start:end], self.kw_tf[start:end]
+
+    def rule_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rule ids and term frequencies of one term in the whole rule documents."""
+        start, end = int(self.rule_kw_indptr[term_id]), int(self.rule_kw_indptr[term_id + 1])
+        return self.rule_kw_postings[start:end], self.rule_kw_tf[start:end]
 
     def close(self) -> None:
         """Release the memory map."""

@@ -71,30 +71,27 @@ def retrieve(
 
 
 def rule_bm25(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-    """BM25 of every rule document (all its directives together), from the directive postings.
+    """BM25 of every whole rule document, from the rule posting lists.
 
-    A rule's term frequency is the sum over its directives and its length the sum of theirs, so a
-    rule that mentions the task's words across many directives outranks one stray mention; this is
-    the whole-document evidence plain BM25 has, computed without a second index.
+    A rule document is its directives together plus its description, when_to_apply, example tasks,
+    file name and code (builder/keywords.py), so a rule that mentions the task's words across many
+    directives outranks one stray mention: the whole-document evidence plain BM25 has.
     """
     n_rules = index.n_rules
     scores = np.zeros(n_rules, dtype=np.float32)
-    if n_rules == 0 or index.n_directives == 0:
+    if n_rules == 0:
         return scores
-    lengths = index.rule_lengths
-    avgdl = float(lengths.mean()) or 1.0
     k1, b = index.k1, index.b
-    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    norm = (k1 * (1.0 - b + b * index.rule_kw_doc_len.astype(np.float32) / np.float32(index.rule_avgdl or 1.0))).astype(
+        np.float32
+    )
     for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
         term_id = index.term_id(term)
         if term_id is None:
             continue
-        ids, tf = index.postings(term_id)
-        rule_tf = np.bincount(index.dir_rule[ids].astype(np.int64), weights=tf.astype(np.float64), minlength=n_rules)
-        hit = rule_tf > 0
-        df = int(hit.sum())
+        ids, tf = index.rule_postings(term_id)
+        df = len(ids)
         idf = math.log((n_rules - df + 0.5) / (df + 0.5) + 1.0)
-        scores[hit] += np.float32(weight * idf) * (rule_tf[hit] * (k1 + 1.0) / (rule_tf[hit] + norm[hit])).astype(
-            np.float32
-        )
+        tf32 = tf.astype(np.float32)
+        scores[ids] += np.float32(weight * idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids])
     return scores

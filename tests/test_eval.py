@@ -39,7 +39,7 @@ def test_labeled_set_is_large_and_varied() -> None:
 def test_ruledex_beats_the_bm25_floor_on_the_labeled_set(index: Index) -> None:
     """A regression guard on ranking quality (not on speed): keeps what issue #4 has measured."""
     report = evaluate(index, load_queries(QUERIES))
-    assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"]
+    assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"] + 0.05, "measured +0.058 (README)"
     assert report["ruledex"]["mrr"] > report["bm25"]["mrr"]
     assert report["tokenSavings"] > 0.9
 
@@ -73,5 +73,5 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
         pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
         report = evaluate(index, load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl"))
-    assert report["ruledex"]["ndcg@10"] >= 0.78
-    assert report["ruledex"]["mrr"] >= 0.82
+    assert report["ruledex"]["ndcg@10"] >= 0.80, "measured 0.820 (README)"
+    assert report["ruledex"]["mrr"] >= 0.84, "measured 0.866 (README)"
