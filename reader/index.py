@@ -21,6 +21,9 @@ from .records import DirectiveRecord, RuleRecord
 from .text import keywords
 from .vocab import LAYERS, TOPICS
 
+TERM_MEMO = 100_000
+"""Most term lookups an index remembers (a few MB) before starting afresh."""
+
 
 class Index:
     """One index file, memory-mapped. Use as a context manager or call :meth:`close`."""
@@ -61,6 +64,7 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._wta_keywords: dict[int, frozenset[str]] = {}
+        self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
     def _check_vocab(self) -> None:
@@ -232,7 +236,16 @@ class Index:
         return self._terms[int(self._term_offsets[i]) : int(self._term_offsets[i + 1])].tobytes()
 
     def term_id(self, term: str) -> int | None:
-        """Binary-search a keyword term in the sorted term table."""
+        """Binary-search a keyword term in the sorted term table (memoised: queries repeat words)."""
+        if term in self._term_ids:
+            return self._term_ids[term]
+        if len(self._term_ids) >= TERM_MEMO:  # a long-running server sees unbounded vocabularies
+            self._term_ids.clear()
+        found = self._search_term(term)
+        self._term_ids[term] = found
+        return found
+
+    def _search_term(self, term: str) -> int | None:
         key = term.encode()
         lo, hi = 0, len(self._term_offsets) - 1
         while lo < hi:

@@ -8,6 +8,7 @@ same order.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -85,9 +86,14 @@ class ScoreBreakdown:
         return out
 
 
+@functools.lru_cache(maxsize=16)
+def _as_dict(weights: RankWeights) -> dict[str, float]:
+    return asdict(weights)
+
+
 def score(features: dict[str, np.ndarray], weights: RankWeights = DEFAULT_WEIGHTS) -> ScoreBreakdown:
     """Weighted sum of the features (each an array in [0, 1], one entry per candidate)."""
-    w = asdict(weights)
+    w = _as_dict(weights)
     parts = {name: (np.clip(features[name], 0.0, 1.0) * w[name]).astype(np.float32) for name in FEATURES}
     total = np.sum(np.stack(list(parts.values())), axis=0) if parts else np.zeros(0, np.float32)
     return ScoreBreakdown(parts, total.astype(np.float32))

@@ -95,13 +95,21 @@ def render(
     today: str = "",
 ) -> Rendered:
     """Choose and format items under the budget; never drops anything without saying so."""
-    lines = {id(item): item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale, today=today) for item in ranked}
-    cost = {key: count_tokens(text) for key, text in lines.items()}
+    lines: dict[int, str] = {}
+    cost: dict[int, int] = {}
+
+    def cost_of(item: Item) -> int:  # formatted on demand: items past maxItems never are
+        key = id(item)
+        if key not in cost:
+            lines[key] = item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale, today=today)
+            cost[key] = count_tokens(lines[key])
+        return cost[key]
+
     # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
     used = count_tokens(header) + count_tokens(footer)
     musts = [item for item in ranked if item.directive.severity == "MUST"][:GUARANTEED_MUST]
     chosen: list[Item] = list(musts)
-    used += sum(cost[id(item)] for item in chosen)
+    used += sum(cost_of(item) for item in chosen)
     omitted: list[dict[str, Any]] = []
     for item in ranked:
         if any(item is c for c in chosen):
@@ -109,13 +117,13 @@ def render(
         reason = ""
         if len(chosen) >= max_items:
             reason = "maxItems"
-        elif used + cost[id(item)] > token_budget:
+        elif used + cost_of(item) > token_budget:
             reason = "tokenBudget"
         if reason:
             omitted.append({"id": item.directive.id, "score": round(item.score, 3), "reason": reason})
             continue
         chosen.append(item)
-        used += cost[id(item)]
+        used += cost_of(item)
     rank_of = {id(item): pos for pos, item in enumerate(ranked)}
     shown = sorted(chosen, key=lambda it: (SEVERITIES.index(it.directive.severity), rank_of[id(it)]))
     body = "".join(lines[id(item)] for item in shown)
