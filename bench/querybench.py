@@ -1,7 +1,10 @@
 """Warm, in-process query latency: ruledex's ``query_directives`` beside the baselines, interleaved.
 
-Every round runs every task once on every system, one task at a time (ruledex, then each
-baseline), so machine noise hits all systems alike; ratios come from the same run. ruledex's time
+Every round runs the whole task list on ruledex, then on each baseline in turn, so machine noise
+hits all systems alike and ratios come from the same run. Systems alternate by round, not by task:
+interleaving per task let each baseline's garbage and cache traffic land inside the next system's
+timing (the memory-scan baseline, which parses its whole graph per call, made ruledex's p50 1.5x
+slower at 1k that way; see bench/README.md). A server runs ruledex alone in its process. ruledex's time
 is split into its stages from ``diagnostics.stageMs``. The int8 experiment measures what storing
 the directive vectors as int8 rows with a scale would cost and keep: the cosine step's time in
 several numpy formulations and the top-50 recall against float32.
@@ -68,9 +71,10 @@ def run_queries(
                 cited.append(len(answer["citations"]))
                 for s in STAGES:
                     stages[s].append(float(answer["diagnostics"]["stageMs"].get(s, 0.0)))
-                for b in made:
-                    if r > 0 and spent[b.name] > baseline_budget_s:
-                        continue
+            for b in made:
+                if r > 0 and spent[b.name] > baseline_budget_s:
+                    continue
+                for task in tasks:
                     ms, _ = _time_ms(lambda b=b, task=task: b.search(task))
                     latencies[b.name].append(ms)
                     spent[b.name] += ms / 1000
