@@ -82,12 +82,13 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     # only the phrases of the candidates' rules matter: keeps this O(candidates), not O(index)
     phrases = np.flatnonzero(np.isin(index.wta_rule, np.unique(rules)))
     sims = index.wta_vectors[phrases] @ qvec if np.any(qvec) else np.zeros(len(phrases), np.float32)
+    phrase_rules = index.wta_rule[phrases].astype(np.int64)
     per_rule = np.zeros(index.n_rules, np.float32)
-    for phrase, sim in zip(phrases.tolist(), sims.tolist(), strict=True):
+    np.maximum.at(per_rule, phrase_rules, ((sims - np.float32(0.3)) / np.float32(0.4)).astype(np.float32))
+    for phrase, rule in zip(phrases.tolist(), phrase_rules.tolist(), strict=True):
         words = index.wta_keywords(phrase)
-        rule = int(index.wta_rule[phrase])
-        lexical = len(words & terms) / max(1, min(len(words), 4))
-        per_rule[rule] = max(per_rule[rule], (sim - 0.3) / 0.4, lexical)
+        if words & terms:  # by words: the share of the phrase's keywords the task has (at most 4 needed)
+            per_rule[rule] = max(per_rule[rule], len(words & terms) / max(1, min(len(words), 4)))
     return np.clip(per_rule[rules], 0.0, 1.0)
 
 

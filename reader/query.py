@@ -132,14 +132,13 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     best = float(got.bm25.max())
     evidence = (got.bm25 / best if best > 0 else 0.0) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
+    weight = np.asarray(evidence, np.float64)[top]
     votes = []
     for table, vocab in ((index.dir_layers, LAYERS), (index.dir_topics, TOPICS)):
-        tally: dict[str, float] = {}
-        for pos in top:
-            mask = int(table[got.ids[pos]])
-            for bit, name in enumerate(vocab):
-                if mask >> bit & 1 and name != ANY_LAYER:
-                    tally[name] = tally.get(name, 0.0) + float(evidence[pos])
+        masks = table[got.ids[top]].astype(np.int64)
+        bits = (masks[:, None] >> np.arange(len(vocab))) & 1  # (voters, names)
+        sums = (bits * weight[:, None]).sum(axis=0)
+        tally = {name: float(sums[b]) for b, name in enumerate(vocab) if bits[:, b].any() and name != ANY_LAYER}
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]

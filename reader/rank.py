@@ -109,6 +109,8 @@ def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
     dropped: list[int] = []
     kept: list[int] = []
     gram = vectors @ vectors.T  # one product instead of one per row
+    if not np.any(np.triu(gram, 1) >= threshold):
+        return dropped  # the usual case: no pair is that close
     empty = ~np.any(vectors, axis=1)
     for i in range(len(vectors)):
         if empty[i]:
