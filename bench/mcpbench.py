@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -30,7 +27,19 @@ from typing import Any
 import anyio
 
 from .buildbench import ruledex_argv
-from .measure import children, cmdline, median, process_memory, ratio, summary, time_to_marker, timed_run
+from .measure import (
+    children,
+    cmdline,
+    free_port,
+    median,
+    process_memory,
+    ratio,
+    stop,
+    summary,
+    time_to_marker,
+    timed_run,
+    wait_healthy,
+)
 
 FLOOR_SDK = "import anyio, msgpack, numpy, pydantic, starlette, tokenizers; import mcp.server.mcpserver; print('ready', flush=True)"
 """What the server imports, and nothing else: the cold-start floor, timed from spawn to the end of the
@@ -172,27 +181,6 @@ def stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, reference
     return anyio.run(_stdio_session, index_path, tasks, rounds, reference)
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"ruledex serve --http exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.1)
-    raise RuntimeError(f"ruledex serve --http did not answer {url} within {timeout} s")
-
-
 class _Tally:
     """Calls query_directives, times it, and checks the answer against the in-process one."""
 
@@ -288,15 +276,10 @@ def http_concurrency(
             env=env,
         )
         try:
-            _wait_healthy(f"http://127.0.0.1:{port}/healthz", process)
+            wait_healthy(f"http://127.0.0.1:{port}/healthz", process)
             result = anyio.run(_concurrency, f"http://127.0.0.1:{port}/mcp", tasks, counts, rounds, reference)
             result["server_memory"] = process_memory(process.pid, index_path)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+            stop(process)
     result["blas_threads"] = blas_threads or "1 (reader default)"
     return result

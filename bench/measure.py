@@ -1,4 +1,5 @@
-"""Measuring helpers: latency summaries, ratios, process memory from /proc, child processes, timed spawns.
+"""Measuring helpers: latency summaries, ratios, process memory from /proc, child processes, timed spawns,
+and the servers they measure (a free port, waiting for /healthz, stopping).
 
 Memory figures come from Linux's ``/proc/PID/status``, ``smaps_rollup`` and ``smaps`` (no psutil
 needed); on other systems they are reported as unavailable rather than guessed.
@@ -6,13 +7,17 @@ needed); on other systems they are reported as unavailable rather than guessed.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -244,3 +249,34 @@ def machine() -> dict[str, Any]:
         except PackageNotFoundError:
             info[package] = None
     return info
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60.0) -> dict[str, Any]:
+    """Poll ``ruledex serve --http``'s health URL until it answers; its JSON. Fails if the server exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"ruledex serve --http exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.1)
+    raise RuntimeError(f"ruledex serve --http did not answer {url} within {timeout} s")
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    """Terminate a server process, killing it if it does not exit within ``timeout`` s."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)

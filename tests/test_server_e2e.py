@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench.measure import free_port, stop, wait_healthy
 from bench.tasks import TASKS as BENCH_TASKS
 
 SERVE = [sys.executable, "-m", "ruledex.reader.cli", "serve"]
@@ -141,25 +140,6 @@ def test_a_bad_index_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
     assert str(missing) in done.stderr and "no such index file" in done.stderr
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                return json.loads(response.read())
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.1)
-    raise AssertionError(f"server did not answer {url} within {timeout} s")
-
-
 @pytest.fixture
 def http_server(bundled_index: Path, tmp_path: Path) -> Iterator[str]:
     """``ruledex serve --http 127.0.0.1:PORT`` as a subprocess; yields the MCP URL, stops it afterwards."""
@@ -176,12 +156,7 @@ def http_server(bundled_index: Path, tmp_path: Path) -> Iterator[str]:
             assert health["status"] == "ok" and health["index"]["rules"] > 0
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+            stop(process)
     assert "serving" in (tmp_path / "http-stderr.txt").read_text(encoding="utf-8")
 
 
