@@ -1,4 +1,4 @@
-r"""The ruledex index file format, version 1.0. This module is the contract; nothing else knows bytes.
+r"""The ruledex index file format, version 1.1. This module is the contract; nothing else knows bytes.
 
 Layout of a ``.ruledex`` file (all integers little-endian)::
 
@@ -49,7 +49,9 @@ import numpy as np
 from .errors import ArtifactError
 
 MAGIC = b"\x89RDX\r\n\x1a\n"
-FORMAT_VERSION: tuple[int, int] = (1, 0)
+FORMAT_VERSION: tuple[int, int] = (1, 1)
+"""1.1 added ``rule_flags`` and the whole-rule posting lists ``rule_kw_*``. A 1.1 reader refuses a 1.0
+file (a required section is missing: rebuild it); a 1.0 reader opens a 1.1 file and ignores them."""
 ALIGN = 64
 MAX_MANIFEST = 16 * 1024 * 1024
 _HEADER = struct.Struct("<8sHHIQ")
@@ -328,7 +330,7 @@ def _check_sections(path: Path, table: dict[str, Any], data_size: int) -> None:
         entry = table.get(name)
         if not isinstance(entry, dict):
             raise _fail(
-                path, "required section missing; the index was written by an incompatible tool, rebuild it", name
+                path, "required section missing (an older ruledex or another tool wrote this index); rebuild it", name
             )
         try:
             offset, nbytes = int(entry["offset"]), int(entry["nbytes"])

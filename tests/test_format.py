@@ -68,13 +68,15 @@ def _damage(src: Path, dst: Path, how: str) -> None:
         data[1] ^= 0xFF
     elif how == "major-version":
         struct.pack_into("<H", data, 8, 9)
-    elif how in ("section-does-not-fit", "bad-manifest-json", "overlap"):
+    elif how in ("section-does-not-fit", "bad-manifest-json", "overlap", "missing-section"):
         (length,) = struct.unpack_from("<Q", data, 16)
         manifest = json.loads(data[24 : 24 + length])
         if how == "section-does-not-fit":
             manifest["sections"]["directive_records"]["offset"] = len(data) * 2 // fmt.ALIGN * fmt.ALIGN
         elif how == "overlap":
             manifest["sections"]["token_scales"]["offset"] = manifest["sections"]["token_vectors"]["offset"]
+        elif how == "missing-section":  # what a file of an older minor version looks like to this reader
+            del manifest["sections"]["rule_flags"]
         raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
         if how == "bad-manifest-json":
             raw = raw[:-1]
@@ -96,10 +98,11 @@ CORRUPTIONS = {
     "truncated-data": "does not fit",
     "empty": "empty",
     "flipped-magic": "not a ruledex index",
-    "major-version": "index format 9.0 but this ruledex reads 1.x",
+    "major-version": f"index format 9.{fmt.FORMAT_VERSION[1]} but this ruledex reads 1.x",
     "section-does-not-fit": "does not fit",
     "bad-manifest-json": "manifest is not valid JSON",
     "overlap": "overlaps",
+    "missing-section": "[rule_flags]: required section missing (an older ruledex or another tool wrote this index); rebuild it",
 }
 
 
