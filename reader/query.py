@@ -356,6 +356,13 @@ def query_directives(
     return query_indexes([index], task, mode, options, weights=weights, llm=llm)
 
 
+def index_names(indexes: list[Index]) -> list[str]:
+    """What citations call each layered index (its build name, else its file stem); '' for a single index."""
+    if len(indexes) < 2:
+        return [""] * len(indexes)
+    return [str(ix.manifest.get("name") or ix.path.stem) for ix in indexes]
+
+
 def query_indexes(
     indexes: list[Index],
     task: str,
@@ -375,8 +382,7 @@ def query_indexes(
     answer = llm_detect(task, llm) if llm is not None else None
     if llm is not None and answer is None:
         notes.append("local model detector gave no usable answer; used the built-in detector")
-    layered = len(indexes) > 1
-    names = [str(ix.manifest.get("name") or ix.path.stem) if layered else "" for ix in indexes]
+    names = index_names(indexes)
     results = [
         rank_task(ix, task, mode, opts, weights, name, answer)
         for ix, name in zip(indexes, names, strict=True)
@@ -418,7 +424,8 @@ def query_indexes(
     ranked = spread_rules(merged, max(3, opts.maxItems // 2))
     header_note = ""
     if not ranked:
-        ranked = [it for r in results for it in _core_items(r.index, opts, r.index.path.stem if layered else "")]
+        name_of = {id(ix): name for ix, name in zip(indexes, names, strict=True)}
+        ranked = [it for r in results for it in _core_items(r.index, opts, name_of[id(r.index)])]
         header_note = "no specific match; core rules"
         notes.append(
             "no specific match for this task: showing the index's core rules"

@@ -34,9 +34,9 @@ from starlette.responses import JSONResponse, Response
 from . import tools
 from .detect import MODES
 from .errors import RuledexError
-from .index import Index
-from .query import query_directives, query_indexes
+from .query import SCOPE_BOOST, index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
+from .records import RuleRecord
 from .shapes import (
     DetectedContext,
     DetectOptionsArg,
@@ -153,21 +153,27 @@ class RuleTools:
             except (ValueError, RuledexError) as exc:
                 raise ToolError(str(exc)) from exc
 
-    def _run_layered(self, work: Callable[[list[Index]], T]) -> T:
+    def _run_all(self, work: Callable[[list[Loaded]], T]) -> T:
         """Call ``work`` with every served index (each kept open for the call); errors become tool errors."""
         with ExitStack() as stack:
-            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
+            loaded = [stack.enter_context(h.use()) for h in [self.holder, *self.layers]]
             try:
-                return work(indexes)
+                return work(loaded)
             except (ValueError, RuledexError) as exc:
                 raise ToolError(str(exc)) from None
+
+    def _graph(self, loaded: list[Loaded]) -> dict[str, Any]:
+        graphs = [ld.cached("graph", tools.build_graph) for ld in loaded]
+        return graphs[0] if len(graphs) == 1 else tools.merge_graphs(graphs)
 
     def query_directives(
         self, taskDescription: TaskText, modeSlug: ModeSlug = None, options: QueryOptionsArg = None
     ) -> Annotated[CallToolResult, QueryAnswer]:
         """The rules that matter for a task (the text content is the markdown block itself)."""
         if self.layers:
-            answer = self._run_layered(lambda idx: query_indexes(idx, taskDescription, modeSlug, options))
+            answer = self._run_all(
+                lambda lds: query_indexes([ld.index for ld in lds], taskDescription, modeSlug, options)
+            )
         else:
             answer = self._run(lambda ld: query_directives(ld.index, taskDescription, modeSlug, options))
         return _markdown_result(answer["context_block"], answer)
@@ -178,11 +184,11 @@ class RuleTools:
 
     def list_rules(self) -> RuleList:
         """Every rule document."""
-        return self._run(lambda ld: tools.list_rules(ld.index))
+        return self._run_all(lambda lds: tools.list_rules([ld.index for ld in lds]))
 
     def get_rules(self, domain: Domain) -> Annotated[CallToolResult, RuleDocument]:
         """One whole rule document (the text content is its markdown)."""
-        document = self._run(lambda ld: tools.get_rule(ld.index, domain))
+        document = self._run_all(lambda lds: tools.get_rule([ld.index for ld in lds], domain))
         return _markdown_result(document["content"], document)
 
     def search_knowledge(
@@ -198,48 +204,62 @@ class RuleTools:
     ) -> KnowledgeResults:
         """Directives as knowledge entries."""
 
-        def work(ld: Loaded) -> dict[str, Any]:
-            ids = ld.cached("ids", tools.directive_ids)
+        def one(ld: Loaded, wanted: Any) -> dict[str, Any]:
             return tools.search_knowledge(
                 ld.index,
                 query,
-                ids=ids,
+                ids=ld.cached("ids", tools.directive_ids),
                 context_tags=contextTags,
                 scope=scope,
                 category=category,
-                limit=limit,
+                limit=wanted,
                 min_confidence=minConfidence,
             )
 
-        return self._run(work)
+        def work(lds: list[Loaded]) -> dict[str, Any]:
+            if len(lds) == 1:
+                return one(lds[0], limit)
+            names = index_names([ld.index for ld in lds])
+            return tools.search_layered([(n, one(ld, 20)) for n, ld in zip(names, lds, strict=True)], limit)
+
+        return self._run_all(work)
 
     def read_graph(self) -> Graph:
         """The whole knowledge graph."""
-        return self._run(lambda ld: ld.cached("graph", tools.build_graph))
+        return self._run_all(self._graph)
 
     def search_nodes(
         self, query: Annotated[str, Field(description="Text to find in names, types and observations.")]
     ) -> Graph:
         """Entities matching a text."""
-        return self._run(lambda ld: tools.search_nodes(ld.cached("graph", tools.build_graph), query))
+        return self._run_all(lambda lds: tools.search_nodes(self._graph(lds), query))
 
     def open_nodes(
         self, names: Annotated[list[str], Field(description="Exact entity names, e.g. ['security'].")]
     ) -> OpenedNodes:
         """Entities by name."""
-        return self._run(lambda ld: tools.open_nodes(ld.cached("graph", tools.build_graph), names))
+        return self._run_all(lambda lds: tools.open_nodes(self._graph(lds), names))
 
     def rule_document(self, domain: str) -> str:
         """The ``ruledex://rules/{domain}`` resource: a rule as markdown."""
-        with self.holder.use() as loaded:
+        with ExitStack() as stack:
+            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
             try:
-                return tools.get_rule(loaded.index, domain)["content"]
+                return tools.get_rule(indexes, domain)["content"]
             except ValueError as exc:
                 raise ResourceNotFoundError(str(exc)) from exc
 
     def rule_resources(self) -> list[MCPResource]:
         """One resource per rule document of the current index."""
-        with self.holder.use() as loaded:
+        with ExitStack() as stack:
+            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
+            best: dict[str, tuple[tuple[float, int], RuleRecord]] = {}
+            for position, ix in enumerate(indexes):
+                for rule in ix.rules():  # one resource per domain: the rule get_rules serves for it
+                    key = (-SCOPE_BOOST.get(rule.scope, 0.0), position)
+                    if rule.id not in best or key < best[rule.id][0]:
+                        best[rule.id] = (key, rule)
+            rules = {domain: rule for domain, (_key, rule) in best.items()}
             return [
                 MCPResource(
                     uri=f"{RESOURCE_PREFIX}{rule.id}",
@@ -248,7 +268,7 @@ class RuleTools:
                     description=rule.description or None,
                     mime_type="text/markdown",
                 )
-                for rule in loaded.index.rules()
+                for rule in rules.values()
             ]
 
 

@@ -6,7 +6,7 @@ names are the protocol's (camelCase where the knowledge-memory and Memory-MCP sh
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
@@ -87,11 +87,12 @@ class RuleSummary(TypedDict):
 
 
 class RuleList(TypedDict):
-    """Every rule document of the index."""
+    """Every rule document of the index (of every index, when several are layered)."""
 
     rules: list[RuleSummary]
     total: int
     index: IndexInfo
+    indexes: NotRequired[list[IndexInfo]]
 
 
 class RuleDocument(RuleSummary):

@@ -26,7 +26,7 @@ from . import format as fmt
 from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
 from .pin import verify_pinned
-from .query import MAX_TASK_CHARS, check_mode, detect_in_index, query_directives
+from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
 from .rank import DEFAULT_WEIGHTS
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
 
@@ -283,30 +283,64 @@ def index_info(index: Index) -> dict[str, Any]:
     }
 
 
-def list_rules(index: Index) -> dict[str, Any]:
-    """Every rule document with its summary, and the index it comes from."""
-    rules = [rule_summary(r) for r in index.rules()]
-    return {"rules": rules, "total": len(rules), "index": index_info(index)}
+def _as_list(indexes: Index | list[Index]) -> list[Index]:
+    return indexes if isinstance(indexes, list) else [indexes]
 
 
-def get_rule(index: Index, domain: Any) -> dict[str, Any]:
+def list_rules(indexes: Index | list[Index]) -> dict[str, Any]:
+    """Every rule document with its summary, and the index it comes from.
+
+    With layered indexes every summary names its index, and ``indexes`` describes them all.
+    """
+    indexes = _as_list(indexes)
+    rules = [
+        {**rule_summary(r), "index": name} if name else rule_summary(r)
+        for index, name in zip(indexes, index_names(indexes), strict=True)
+        for r in index.rules()
+    ]
+    out = {"rules": rules, "total": len(rules), "index": index_info(indexes[0])}
+    if len(indexes) > 1:
+        out["indexes"] = [
+            {**index_info(ix), "layer": name} for ix, name in zip(indexes, index_names(indexes), strict=True)
+        ]
+    return out
+
+
+def find_layered_rule(indexes: list[Index], domain: str) -> tuple[Index, int, str] | None:
+    """The rule called ``domain`` in layered indexes: the most specific scope wins, then the first given."""
+    found = [
+        (ix, i, name)
+        for ix, name in zip(indexes, index_names(indexes), strict=True)
+        if (i := ix.find_rule(domain)) is not None
+    ]
+    if not found:
+        return None
+    return min(enumerate(found), key=lambda pair: (-SCOPE_BOOST.get(pair[1][0].rule(pair[1][1]).scope, 0.0), pair[0]))[
+        1
+    ]
+
+
+def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
     """One whole rule document; an unknown domain is a ValueError naming the closest ones."""
+    indexes = _as_list(indexes)
     domain = require_text(domain, "domain")
-    i = index.find_rule(domain)
-    if i is None:
-        close = closest_domains(index, domain)
+    found = find_layered_rule(indexes, domain)
+    if found is None:
+        close = list(dict.fromkeys(d for ix in indexes for d in closest_domains(ix, domain)))[:3]
         raise ValueError(
             f"domain: no rule {domain!r} in this index; closest: {', '.join(close) or '(the index is empty)'}. "
             "Call list_rules to see every domain."
         )
+    index, i, name = found
     rule = index.rule(i)
-    return {
+    out = {
         **rule_summary(rule),
         "scope": rule.scope,
         "whenToApply": list(rule.when_to_apply),
         "commit": index.commit,
         "content": render_rule(index, i),
     }
+    return {**out, "index": name} if name else out
 
 
 DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug")
@@ -396,6 +430,19 @@ def search_knowledge(
             }
         )
     return {"results": results[:limit], "totalMatches": len(results)}
+
+
+def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -> dict[str, Any]:
+    """Merge the ``search_knowledge`` answers of layered indexes (``(name, answer)``), best first.
+
+    Each answer must have been asked for the maximum limit; entries are tagged with their index.
+    """
+    limit = int(_number(limit, "limit", 1, 20, integer=True))
+    merged = sorted(
+        ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
+        key=lambda e: (-e["score"], e["index"], e["id"]),
+    )
+    return {"results": merged[:limit], "totalMatches": sum(answer["totalMatches"] for _, answer in searches)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,6 +544,27 @@ def build_graph(index: Index) -> dict[str, list[dict[str, Any]]]:
         for layer in sorted(layer_count, key=lambda x: LAYERS.index(x) if x in LAYERS else len(LAYERS))
     )
     return {"entities": entities, "relations": relations}
+
+
+def merge_graphs(graphs: list[dict[str, list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
+    """One graph from several layered indexes; relations appear once.
+
+    Entities with the same name and type share their observations: topics and layers are common to
+    every index.
+    """
+    entities: dict[tuple[str, str], dict[str, Any]] = {}
+    relations: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for graph in graphs:
+        for e in graph["entities"]:
+            key = (e["name"], e["entityType"])
+            if key in entities:
+                seen = entities[key]["observations"]
+                seen.extend(o for o in e["observations"] if o not in seen)
+            else:
+                entities[key] = {**e, "observations": list(e["observations"])}
+        for r in graph["relations"]:
+            relations.setdefault((r["from"], r["to"], r["relationType"]), r)
+    return {"entities": list(entities.values()), "relations": list(relations.values())}
 
 
 def subgraph(graph: dict[str, list[dict[str, Any]]], names: set[str]) -> dict[str, list[dict[str, Any]]]:

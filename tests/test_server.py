@@ -587,6 +587,25 @@ def test_layered_indexes_answer_query_directives_together(bundled_index: Path, t
         assert cited[0]["index"] == "project" and cited[0]["rule"] == "project-api"
         names = {c["index"] for c in cited}
         assert len(names) == 2 and "project" in names, "both layers contribute and are named"
+        org_name = next(n for n in names if n != "project")
+
+        # the catalogue and graph tools read every layer too
+        server = RuledexServer(org, layers=[proj])
+        listed = call(server, "list_rules", {}).structured_content
+        origin = {r["domain"]: r["index"] for r in listed["rules"]}
+        assert origin["project-api"] == "project" and origin["security"] == org_name
+        assert [i["layer"] for i in listed["indexes"]] == [org_name, "project"]
+        assert listed["total"] == org.index.n_rules + 1
+        document = call(server, "get_rules", {"domain": "project-api"}).structured_content
+        assert document["index"] == "project" and "opaque cursors" in document["content"]
+        assert call(server, "get_rules", {"domain": "security"}).structured_content["index"] == org_name
+        found = call(server, "search_knowledge", {"query": "paginate list endpoints cursors", "limit": 20})
+        assert {e["index"] for e in found.structured_content["results"]} == {org_name, "project"}
+        graph = call(server, "open_nodes", {"names": ["project-api", "security", "topic:api"]}).structured_content
+        assert graph["notFound"] == []
+        assert {e["name"] for e in graph["entities"]} == {"project-api", "security", "topic:api"}
+        uris = {str(r.uri) for r in with_client(server, lambda c: c.list_resources()).resources}
+        assert {"ruledex://rules/project-api", "ruledex://rules/security"} <= uris
     finally:
         org.close()
         proj.close()
