@@ -296,7 +296,7 @@ def _add_vectors(
     if protos is None or query is None or not len(protos) or not np.any(query):
         return
     sims = protos @ query
-    used = np.linalg.norm(protos, axis=1) > 0
+    used = np.any(protos, axis=1)  # classes the index has no directives for have a zero prototype
     if not used.any():
         return
     mean = float(sims[used].mean())

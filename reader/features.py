@@ -52,8 +52,8 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     values = values.astype(np.float32, copy=False)
     by_rule = np.lexsort((-values, rules))  # each rule's values together, best first
     sorted_rules = rules[by_rule]
-    starts = np.flatnonzero(np.r_[True, sorted_rules[1:] != sorted_rules[:-1]])
-    sizes = np.diff(np.r_[starts, len(values)])
+    starts = np.flatnonzero(np.concatenate(([True], sorted_rules[1:] != sorted_rules[:-1])))
+    sizes = np.diff(np.append(starts, len(values)))
     top3 = np.zeros((len(starts), 3), np.float32)
     for rank in range(3):  # the three best of every rule, summed best first as a sorted slice would be
         has = sizes > rank
@@ -80,7 +80,9 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     if not len(index.wta_rule) or not len(rules):
         return np.zeros(len(rules), np.float32)
     # only the phrases of the candidates' rules matter: keeps this O(candidates), not O(index)
-    phrases = np.flatnonzero(np.isin(index.wta_rule, np.unique(rules)))
+    wanted = np.zeros(index.n_rules, bool)
+    wanted[rules] = True
+    phrases = np.flatnonzero(wanted[index.wta_rule])
     sims = index.wta_vectors[phrases] @ qvec if np.any(qvec) else np.zeros(len(phrases), np.float32)
     phrase_rules = index.wta_rule[phrases].astype(np.int64)
     per_rule = np.zeros(index.n_rules, np.float32)

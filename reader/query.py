@@ -138,7 +138,8 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
         masks = table[got.ids[top]].astype(np.int64)
         bits = (masks[:, None] >> np.arange(len(vocab))) & 1  # (voters, names)
         sums = (bits * weight[:, None]).sum(axis=0)
-        tally = {name: float(sums[b]) for b, name in enumerate(vocab) if bits[:, b].any() and name != ANY_LAYER}
+        present = bits.any(axis=0)
+        tally = {name: float(sums[b]) for b, name in enumerate(vocab) if present[b] and name != ANY_LAYER}
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]
@@ -239,8 +240,9 @@ def rank_task(
     notes: list[str] = []
     t0 = time.perf_counter()
     qvec = index.encoder.encode_one(task)
-    terms = expand(keywords(task))
-    n_own = len(dict.fromkeys(keywords(task)))
+    own = keywords(task)
+    terms = expand(own)
+    n_own = len(dict.fromkeys(own))
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
     scoped = matching_rules(index.glob_rules, list(opts.files)) if opts.files else set()

@@ -87,16 +87,17 @@ class ScoreBreakdown:
 
 
 @functools.lru_cache(maxsize=16)
-def _as_dict(weights: RankWeights) -> dict[str, float]:
-    return asdict(weights)
+def _weight_column(weights: RankWeights) -> np.ndarray:
+    w = asdict(weights)
+    return np.array([[w[name]] for name in FEATURES], np.float32)
 
 
 def score(features: dict[str, np.ndarray], weights: RankWeights = DEFAULT_WEIGHTS) -> ScoreBreakdown:
     """Weighted sum of the features (each an array in [0, 1], one entry per candidate)."""
-    w = _as_dict(weights)
-    parts = {name: (np.clip(features[name], 0.0, 1.0) * w[name]).astype(np.float32) for name in FEATURES}
-    total = np.sum(np.stack(list(parts.values())), axis=0) if parts else np.zeros(0, np.float32)
-    return ScoreBreakdown(parts, total.astype(np.float32))
+    stacked = np.clip(np.stack([np.asarray(features[name], np.float32) for name in FEATURES]), 0.0, 1.0)
+    weighted = stacked * _weight_column(weights)  # one clip and one product for all signals
+    parts = dict(zip(FEATURES, weighted, strict=True))
+    return ScoreBreakdown(parts, np.sum(weighted, axis=0).astype(np.float32))
 
 
 def order(total: np.ndarray, ids: np.ndarray) -> np.ndarray:
