@@ -111,8 +111,9 @@ def render(
     chosen: list[Item] = list(musts)
     used += sum(cost_of(item) for item in chosen)
     omitted: list[dict[str, Any]] = []
+    guaranteed = {id(item) for item in musts}
     for item in ranked:
-        if any(item is c for c in chosen):
+        if id(item) in guaranteed:
             continue
         reason = ""
         if len(chosen) >= max_items:
