@@ -10,6 +10,7 @@ claimed.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -284,10 +285,10 @@ def _score(
     return out
 
 
-def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, list[str]]) -> None:
+def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
     for name, vocab in learnt.items():
         if name in scores:
-            scores[name] += _LEARNT_WEIGHT * len(terms & set(vocab))
+            scores[name] += _LEARNT_WEIGHT * len(terms & (vocab if isinstance(vocab, frozenset) else set(vocab)))
 
 
 def _add_vectors(
@@ -312,7 +313,7 @@ def detect(
     query_vector: np.ndarray | None = None,
     layer_vectors: np.ndarray | None = None,
     topic_vectors: np.ndarray | None = None,
-    learnt: dict[str, dict[str, list[str]]] | None = None,
+    learnt: dict[str, dict[str, Collection[str]]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
 ) -> Detection:
     """Detect context from task text, optionally helped by an index's tables (pure function).

@@ -148,9 +148,22 @@ class Index:
         )
 
     @cached_property
-    def detect_terms(self) -> dict[str, dict[str, list[str]]]:
-        """Layer and topic terms the builder learnt from the rules."""
-        return msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
+    def detect_terms(self) -> dict[str, dict[str, frozenset[str]]]:
+        """Layer and topic terms the builder learnt from the rules (as sets: detection intersects them)."""
+        raw = msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
+        return {kind: {name: frozenset(terms) for name, terms in table.items()} for kind, table in raw.items()}
+
+    @cached_property
+    def bm25_norm(self) -> np.ndarray:
+        """BM25's length normaliser per directive, ``k1 * (1 - b + b * len / avgdl)`` (made once)."""
+        k1, b = self.k1, self.b
+        return (k1 * (1.0 - b + b * self.kw_doc_len.astype(np.float32) / np.float32(self.avgdl))).astype(np.float32)
+
+    @cached_property
+    def rule_bm25_norm(self) -> np.ndarray:
+        """BM25's length normaliser per whole rule document (made once)."""
+        k1, b, avgdl = self.k1, self.b, np.float32(self.rule_avgdl or 1.0)
+        return (k1 * (1.0 - b + b * self.rule_kw_doc_len.astype(np.float32) / avgdl)).astype(np.float32)
 
     def wta_keywords(self, phrase: int) -> frozenset[str]:
         """Keyword set of when_to_apply phrase ``phrase`` (a row of ``wta_rule``), made on first use.

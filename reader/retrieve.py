@@ -30,8 +30,7 @@ def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = No
     scores = np.zeros(n, dtype=np.float32)
     if n == 0:
         return scores
-    k1, b, avgdl = index.k1, index.b, index.avgdl
-    norm = (k1 * (1.0 - b + b * index.kw_doc_len.astype(np.float32) / np.float32(avgdl))).astype(np.float32)
+    k1, norm = index.k1, index.bm25_norm
     for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
         term_id = index.term_id(term)
         if term_id is None:
@@ -81,10 +80,7 @@ def rule_bm25(index: Index, terms: list[str], weights: list[float] | None = None
     scores = np.zeros(n_rules, dtype=np.float32)
     if n_rules == 0:
         return scores
-    k1, b = index.k1, index.b
-    norm = (k1 * (1.0 - b + b * index.rule_kw_doc_len.astype(np.float32) / np.float32(index.rule_avgdl or 1.0))).astype(
-        np.float32
-    )
+    k1, norm = index.k1, index.rule_bm25_norm
     for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
         term_id = index.term_id(term)
         if term_id is None:
