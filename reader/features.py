@@ -8,6 +8,8 @@ three candidates), so a rule whose several directives match outranks one stray m
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from .detect import Detection
@@ -22,6 +24,13 @@ power 1 -> nDCG@10 0.716, 2 -> 0.732, 3 -> 0.735 with the strict filter on)."""
 
 RULE_SHARE = 0.4
 """Share of the lexical/semantic signals that comes from the directive's rule as a whole."""
+
+
+def in_rules(rules: np.ndarray, wanted: Collection[int]) -> np.ndarray:
+    """Per entry of ``rules``, whether it is one of ``wanted`` (usually none: then no isin at all)."""
+    if not wanted:
+        return np.zeros(len(rules), bool)
+    return np.isin(rules, sorted(wanted))
 
 
 def topic_strengths(det: Detection, topics: tuple[str, ...], bias: tuple[str, ...] = ()) -> dict[str, float]:
@@ -142,6 +151,6 @@ def features(
         "lexical": _document_blend(lexical, rules, rule_lexical)
         if rule_lexical is not None
         else rule_blend(lexical, rules),
-        "file_match": np.isin(rules, sorted(scoped or ())).astype(np.float32),
-        "always_apply": np.isin(rules, sorted(always or ())).astype(np.float32),
+        "file_match": in_rules(rules, scoped or ()).astype(np.float32),
+        "always_apply": in_rules(rules, always or ()).astype(np.float32),
     }

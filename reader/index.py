@@ -131,7 +131,7 @@ class Index:
         """Mean directive length in keyword tokens."""
         return float(self.manifest["keywords"]["avgdl"]) or 1.0
 
-    @property
+    @cached_property
     def commit(self) -> str:
         """The commit the rules were built from ('' outside git)."""
         return str(self.manifest.get("source", {}).get("commit", ""))

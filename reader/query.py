@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .detect import MODES, Detection, detect, expand
-from .features import features, topic_strengths
+from .features import features, in_rules, topic_strengths
 from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
@@ -256,12 +256,12 @@ def rank_task(
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    in_pinned = np.isin(index.dir_rule[got.ids], sorted(scoped | always))
+    in_pinned = in_rules(index.dir_rule[got.ids], scoped | always)
     keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned
     if opts.files:
         # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
         elsewhere = sorted(set(index.glob_rules) - scoped)
-        keep &= ~np.isin(index.dir_rule[got.ids], elsewhere)
+        keep &= ~in_rules(index.dir_rule[got.ids], elsewhere)
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
