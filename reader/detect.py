@@ -288,7 +288,7 @@ def _score(
 def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
     for name, vocab in learnt.items():
         if name in scores:
-            scores[name] += _LEARNT_WEIGHT * len(terms & (vocab if isinstance(vocab, frozenset) else set(vocab)))
+            scores[name] += _LEARNT_WEIGHT * len(terms.intersection(vocab))
 
 
 def _add_vectors(

@@ -98,8 +98,9 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     np.maximum.at(per_rule, phrase_rules, ((sims - np.float32(0.3)) / np.float32(0.4)).astype(np.float32))
     for phrase, rule in zip(phrases.tolist(), phrase_rules.tolist(), strict=True):
         words = index.wta_keywords(phrase)
-        if words & terms:  # by words: the share of the phrase's keywords the task has (at most 4 needed)
-            per_rule[rule] = max(per_rule[rule], len(words & terms) / max(1, min(len(words), 4)))
+        shared = len(words & terms)
+        if shared:  # by words: the share of the phrase's keywords the task has (at most 4 needed)
+            per_rule[rule] = max(per_rule[rule], shared / max(1, min(len(words), 4)))
     return np.clip(per_rule[rules], 0.0, 1.0)
 
 

@@ -155,15 +155,18 @@ class Index:
 
     @cached_property
     def bm25_norm(self) -> np.ndarray:
-        """BM25's length normaliser per directive, ``k1 * (1 - b + b * len / avgdl)`` (made once)."""
-        k1, b = self.k1, self.b
-        return (k1 * (1.0 - b + b * self.kw_doc_len.astype(np.float32) / np.float32(self.avgdl))).astype(np.float32)
+        """BM25's length normaliser per directive (made once)."""
+        return self._length_norm(self.kw_doc_len, self.avgdl)
 
     @cached_property
     def rule_bm25_norm(self) -> np.ndarray:
         """BM25's length normaliser per whole rule document (made once)."""
-        k1, b, avgdl = self.k1, self.b, np.float32(self.rule_avgdl or 1.0)
-        return (k1 * (1.0 - b + b * self.rule_kw_doc_len.astype(np.float32) / avgdl)).astype(np.float32)
+        return self._length_norm(self.rule_kw_doc_len, self.rule_avgdl or 1.0)
+
+    def _length_norm(self, lengths: np.ndarray, avgdl: float) -> np.ndarray:
+        """``k1 * (1 - b + b * len / avgdl)`` per document."""
+        k1, b = self.k1, self.b
+        return (k1 * (1.0 - b + b * lengths.astype(np.float32) / np.float32(avgdl))).astype(np.float32)
 
     def wta_keywords(self, phrase: int) -> frozenset[str]:
         """Keyword set of when_to_apply phrase ``phrase`` (a row of ``wta_rule``), made on first use.

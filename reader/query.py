@@ -246,7 +246,7 @@ def rank_task(
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
     scoped = matching_rules(index.glob_rules, list(opts.files)) if opts.files else set()
-    always = set(index.always_apply_rules)
+    always = index.always_apply_rules
     got = _with_rules(index, got, scoped | always, qvec)
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()

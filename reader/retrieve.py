@@ -7,6 +7,7 @@ Both scorers are pure functions over the index's arrays. Candidates are the unio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,23 +25,36 @@ class Retrieval:
     searched: int
 
 
-def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-    """BM25 score of every directive for the query terms (zeros where no term occurs)."""
-    n = index.n_directives
+def _bm25(
+    index: Index,
+    n: int,
+    norm: np.ndarray,
+    postings: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    terms: list[str],
+    weights: list[float] | None,
+) -> np.ndarray:
+    """BM25 of ``n`` documents over one posting list (directives or whole rules) of the shared terms."""
     scores = np.zeros(n, dtype=np.float32)
     if n == 0:
         return scores
-    k1, norm = index.k1, index.bm25_norm
+    k1 = index.k1
     for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
         term_id = index.term_id(term)
         if term_id is None:
             continue
-        ids, tf = index.postings(term_id)
+        ids, tf = postings(term_id)
         df = len(ids)
         idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
         tf32 = tf.astype(np.float32)
         scores[ids] += np.float32(weight * idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids])
     return scores
+
+
+def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+    """BM25 score of every directive for the query terms (zeros where no term occurs)."""
+    if index.n_directives == 0:
+        return np.zeros(0, dtype=np.float32)
+    return _bm25(index, index.n_directives, index.bm25_norm, index.postings, terms, weights)
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -76,18 +90,6 @@ def rule_bm25(index: Index, terms: list[str], weights: list[float] | None = None
     file name and code (builder/keywords.py), so a rule that mentions the task's words across many
     directives outranks one stray mention: the whole-document evidence plain BM25 has.
     """
-    n_rules = index.n_rules
-    scores = np.zeros(n_rules, dtype=np.float32)
-    if n_rules == 0:
-        return scores
-    k1, norm = index.k1, index.rule_bm25_norm
-    for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
-        term_id = index.term_id(term)
-        if term_id is None:
-            continue
-        ids, tf = index.rule_postings(term_id)
-        df = len(ids)
-        idf = math.log((n_rules - df + 0.5) / (df + 0.5) + 1.0)
-        tf32 = tf.astype(np.float32)
-        scores[ids] += np.float32(weight * idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids])
-    return scores
+    if index.n_rules == 0:
+        return np.zeros(0, dtype=np.float32)
+    return _bm25(index, index.n_rules, index.rule_bm25_norm, index.rule_postings, terms, weights)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -34,9 +34,8 @@ from starlette.responses import JSONResponse, Response
 from . import tools
 from .detect import MODES
 from .errors import RuledexError
-from .query import SCOPE_BOOST, index_names, query_directives, query_indexes
+from .query import index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
-from .records import RuleRecord
 from .shapes import (
     DetectedContext,
     DetectOptionsArg,
@@ -153,10 +152,15 @@ class RuleTools:
             except (ValueError, RuledexError) as exc:
                 raise ToolError(str(exc)) from exc
 
-    def _run_all(self, work: Callable[[list[Loaded]], T]) -> T:
-        """Call ``work`` with every served index (each kept open for the call); errors become tool errors."""
+    @contextmanager
+    def _all(self) -> Iterator[list[Loaded]]:
+        """Every served index (the first, then the layers), each kept open while in use."""
         with ExitStack() as stack:
-            loaded = [stack.enter_context(h.use()) for h in [self.holder, *self.layers]]
+            yield [stack.enter_context(h.use()) for h in [self.holder, *self.layers]]
+
+    def _run_all(self, work: Callable[[list[Loaded]], T]) -> T:
+        """Call ``work`` with every served index; reader errors become tool errors."""
+        with self._all() as loaded:
             try:
                 return work(loaded)
             except (ValueError, RuledexError) as exc:
@@ -242,24 +246,15 @@ class RuleTools:
 
     def rule_document(self, domain: str) -> str:
         """The ``ruledex://rules/{domain}`` resource: a rule as markdown."""
-        with ExitStack() as stack:
-            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
+        with self._all() as loaded:
             try:
-                return tools.get_rule(indexes, domain)["content"]
+                return tools.get_rule([ld.index for ld in loaded], domain)["content"]
             except ValueError as exc:
                 raise ResourceNotFoundError(str(exc)) from exc
 
     def rule_resources(self) -> list[MCPResource]:
         """One resource per rule document of the current index."""
-        with ExitStack() as stack:
-            indexes = [stack.enter_context(h.use()).index for h in [self.holder, *self.layers]]
-            best: dict[str, tuple[tuple[float, int], RuleRecord]] = {}
-            for position, ix in enumerate(indexes):
-                for rule in ix.rules():  # one resource per domain: the rule get_rules serves for it
-                    key = (-SCOPE_BOOST.get(rule.scope, 0.0), position)
-                    if rule.id not in best or key < best[rule.id][0]:
-                        best[rule.id] = (key, rule)
-            rules = {domain: rule for domain, (_key, rule) in best.items()}
+        with self._all() as loaded:
             return [
                 MCPResource(
                     uri=f"{RESOURCE_PREFIX}{rule.id}",
@@ -268,7 +263,7 @@ class RuleTools:
                     description=rule.description or None,
                     mime_type="text/markdown",
                 )
-                for rule in rules.values()
+                for rule in tools.served_rules([ld.index for ld in loaded])
             ]
 
 

@@ -28,6 +28,7 @@ from .index import Index
 from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
 from .rank import DEFAULT_WEIGHTS
+from .records import RuleRecord
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
 
 log = logging.getLogger("ruledex.server")
@@ -293,16 +294,11 @@ def list_rules(indexes: Index | list[Index]) -> dict[str, Any]:
     With layered indexes every summary names its index, and ``indexes`` describes them all.
     """
     indexes = _as_list(indexes)
-    rules = [
-        {**rule_summary(r), "index": name} if name else rule_summary(r)
-        for index, name in zip(indexes, index_names(indexes), strict=True)
-        for r in index.rules()
-    ]
+    named = list(zip(indexes, index_names(indexes), strict=True))
+    rules = [{**rule_summary(r), "index": name} if name else rule_summary(r) for ix, name in named for r in ix.rules()]
     out = {"rules": rules, "total": len(rules), "index": index_info(indexes[0])}
     if len(indexes) > 1:
-        out["indexes"] = [
-            {**index_info(ix), "layer": name} for ix, name in zip(indexes, index_names(indexes), strict=True)
-        ]
+        out["indexes"] = [{**index_info(ix), "layer": name} for ix, name in named]
     return out
 
 
@@ -313,11 +309,23 @@ def find_layered_rule(indexes: list[Index], domain: str) -> tuple[Index, int, st
         for ix, name in zip(indexes, index_names(indexes), strict=True)
         if (i := ix.find_rule(domain)) is not None
     ]
-    if not found:
-        return None
-    return min(enumerate(found), key=lambda pair: (-SCOPE_BOOST.get(pair[1][0].rule(pair[1][1]).scope, 0.0), pair[0]))[
-        1
-    ]
+    # min() keeps the first of equals, so ties go to the index given first
+    return min(found, key=lambda hit: _specificity(hit[0].rule(hit[1])), default=None)
+
+
+def _specificity(rule: RuleRecord) -> float:
+    """Sort key among layered rules with one domain: the most specific scope (project) first."""
+    return -SCOPE_BOOST.get(rule.scope, 0.0)
+
+
+def served_rules(indexes: list[Index]) -> list[RuleRecord]:
+    """One rule per domain across layered indexes: the one :func:`get_rule` serves for it."""
+    best: dict[str, RuleRecord] = {}
+    for ix in indexes:  # in the order given: a later index wins only with a more specific scope
+        for rule in ix.rules():
+            if rule.id not in best or _specificity(rule) < _specificity(best[rule.id]):
+                best[rule.id] = rule
+    return list(best.values())
 
 
 def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
