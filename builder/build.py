@@ -25,7 +25,7 @@ from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .gitsource import Change, tree_sources, working_tree_changes
-from .keywords import BM25_B, BM25_K1, build_keyword_index, directive_document, rule_extra_document
+from .keywords import BM25_B, BM25_K1, RULE_BM25_K1, build_keyword_index, directive_document, rule_document
 from .parse import ParsedDocument, parse_document
 from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
@@ -185,11 +185,7 @@ def compile_index(
     members: list[list[DirectiveRecord]] = [[] for _ in rules]
     for d in directives:
         members[d.rule].append(d)
-    kw = build_keyword_index(
-        documents,
-        [d.rule for d in directives],
-        [rule_extra_document(r, ds) for r, ds in zip(rules, members, strict=True)],
-    )
+    kw = build_keyword_index(documents, [rule_document(r, ds) for r, ds in zip(rules, members, strict=True)])
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
     rule_bytes, rule_offsets = pack_records([r.to_row() for r in rules])
@@ -244,6 +240,7 @@ def compile_index(
         "keywords": {
             "tokenizer": KEYWORD_TOKENIZER,
             "k1": BM25_K1,
+            "rule_k1": RULE_BM25_K1,
             "b": BM25_B,
             "avgdl": kw.avgdl,
             "terms": int(len(kw.term_offsets) - 1),

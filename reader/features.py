@@ -73,15 +73,17 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     return ((1 - share) * values + share * rule_mean).astype(np.float32)
 
 
-DOCUMENT_SHARE = 0.5
-"""Share of the lexical signal that is the rule document's BM25 (whole-document evidence)."""
+def relative(values: np.ndarray) -> np.ndarray:
+    """Values divided by the best one (zeros when none is positive)."""
+    best = float(values.max()) if len(values) else 0.0
+    return (values / best).astype(np.float32) if best > 0 else np.zeros(len(values), np.float32)
 
 
-def _document_blend(lexical: np.ndarray, rules: np.ndarray, rule_scores: np.ndarray) -> np.ndarray:
-    """Blend a directive's BM25 with its rule document's (each normalised by its best)."""
-    best = float(rule_scores.max()) if len(rule_scores) else 0.0
-    document = (rule_scores[rules] / best).astype(np.float32) if best > 0 else np.zeros(len(rules), np.float32)
-    return ((1 - DOCUMENT_SHARE) * lexical + DOCUMENT_SHARE * document).astype(np.float32)
+def rule_semantic(rule_cosine: np.ndarray | None, rules: np.ndarray) -> np.ndarray:
+    """Per candidate: the best cosine of any directive of its rule, candidate or not (in [0, 1])."""
+    if rule_cosine is None:
+        return np.zeros(len(rules), np.float32)
+    return np.clip(rule_cosine[rules], 0.0, 1.0).astype(np.float32)
 
 
 def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[str]) -> np.ndarray:
@@ -114,7 +116,6 @@ def features(
     trust: float = 1.0,
     scoped: set[int] | None = None,
     always: set[int] | None = None,
-    rule_lexical: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Every ranking signal for the retrieved candidates, aligned with ``got.ids``.
 
@@ -138,8 +139,6 @@ def features(
         masks = index.dir_layers[ids]
         layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
     severity = np.array([SEVERITY_BOOST[SEVERITIES[s]] for s in index.dir_severity[ids]], np.float32)
-    best = float(got.bm25.max()) if len(got.bm25) else 0.0
-    lexical = (got.bm25 / best).astype(np.float32) if best > 0 else np.zeros(len(ids), np.float32)
     semantic = np.clip(got.cosine, 0.0, 1.0).astype(np.float32)
     gate = np.float32(TRUST_FLOOR + (1 - TRUST_FLOOR) * min(max(trust, 0.0), 1.0) ** TRUST_POWER)
     return {
@@ -149,9 +148,9 @@ def features(
         "topic": overlap * gate,
         "severity": severity,
         "semantic": rule_blend(semantic, rules),
-        "lexical": _document_blend(lexical, rules, rule_lexical)
-        if rule_lexical is not None
-        else rule_blend(lexical, rules),
+        "rule_semantic": rule_semantic(got.rule_cosine, rules),
+        "lexical": rule_blend(relative(got.bm25), rules),
+        "rule_lexical": relative(got.rule_bm25)[rules] if got.rule_bm25 is not None else np.zeros(len(ids), np.float32),
         "file_match": in_rules(rules, scoped or ()).astype(np.float32),
         "always_apply": in_rules(rules, always or ()).astype(np.float32),
     }

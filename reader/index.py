@@ -122,6 +122,11 @@ class Index:
         return float(self.manifest["keywords"]["k1"])
 
     @property
+    def rule_k1(self) -> float:
+        """BM25 saturation for whole rule documents (indexes made before it was recorded used ``k1``)."""
+        return float(self.manifest["keywords"].get("rule_k1", self.k1))
+
+    @property
     def b(self) -> float:
         """BM25 length normalisation recorded by the builder."""
         return float(self.manifest["keywords"]["b"])
@@ -156,16 +161,16 @@ class Index:
     @cached_property
     def bm25_norm(self) -> np.ndarray:
         """BM25's length normaliser per directive (made once)."""
-        return self._length_norm(self.kw_doc_len, self.avgdl)
+        return self._length_norm(self.kw_doc_len, self.avgdl, self.k1)
 
     @cached_property
     def rule_bm25_norm(self) -> np.ndarray:
         """BM25's length normaliser per whole rule document (made once)."""
-        return self._length_norm(self.rule_kw_doc_len, self.rule_avgdl or 1.0)
+        return self._length_norm(self.rule_kw_doc_len, self.rule_avgdl or 1.0, self.rule_k1)
 
-    def _length_norm(self, lengths: np.ndarray, avgdl: float) -> np.ndarray:
+    def _length_norm(self, lengths: np.ndarray, avgdl: float, k1: float) -> np.ndarray:
         """``k1 * (1 - b + b * len / avgdl)`` per document."""
-        k1, b = self.k1, self.b
+        b = self.b
         return (k1 * (1.0 - b + b * lengths.astype(np.float32) / np.float32(avgdl))).astype(np.float32)
 
     def wta_keywords(self, phrase: int) -> frozenset[str]:
@@ -219,6 +224,39 @@ class Index:
     def rule_avgdl(self) -> float:
         """Mean whole-rule document length in keyword tokens."""
         return float(self.rule_kw_doc_len.mean()) if self.n_rules else 1.0
+
+    @cached_property
+    def rule_runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first directive position, rule) of every rule that has directives: they are stored in rule order."""
+        rules = self.dir_rule.astype(np.int64)
+        if not len(rules):
+            return np.zeros(0, np.int64), rules
+        starts = np.flatnonzero(np.concatenate(([True], rules[1:] != rules[:-1])))
+        return starts, rules[starts]
+
+    @cached_property
+    def rule_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per rule, its directives' positions ``[start, end)`` (start == end for a rule without any)."""
+        starts, rules = self.rule_runs
+        start = np.zeros(self.n_rules, np.int64)
+        end = np.zeros(self.n_rules, np.int64)
+        start[rules] = starts
+        end[rules] = np.append(starts[1:], self.n_directives)
+        return start, end
+
+    def directives_in(self, rules: np.ndarray) -> np.ndarray:
+        """Positions of every directive of the given rules (ascending when ``rules`` is)."""
+        start, end = self.rule_bounds
+        spans = [np.arange(start[r], end[r]) for r in np.asarray(rules, np.int64).tolist()]
+        return np.concatenate(spans) if spans else np.zeros(0, np.int64)
+
+    def per_rule_max(self, values: np.ndarray) -> np.ndarray:
+        """The best of ``values`` (one per directive) within each rule; 0 for a rule with no directive."""
+        out = np.zeros(self.n_rules, np.float32)
+        starts, rules = self.rule_runs
+        if len(starts):
+            out[rules] = np.maximum.reduceat(values, starts)
+        return out
 
     @cached_property
     def always_apply_rules(self) -> frozenset[int]:

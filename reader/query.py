@@ -19,10 +19,10 @@ from .features import features, in_rules, topic_strengths
 from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
-from .rank import DEFAULT_WEIGHTS, RankWeights, near_duplicates, order, score
+from .rank import DEFAULT_WEIGHTS, RankWeights, diverse_head, near_duplicates, order, score
 from .records import RuleRecord
 from .render import Item, Rendered, render
-from .retrieve import Retrieval, retrieve, rule_bm25
+from .retrieve import Retrieval, retrieve
 from .text import keywords
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, TOPICS, names_from_mask
 
@@ -257,7 +257,8 @@ def rank_task(
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     in_pinned = in_rules(index.dir_rule[got.ids], scoped | always)
-    keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned
+    rule_matched = got.rule_bm25[index.dir_rule[got.ids]] > 0 if got.rule_bm25 is not None else False
+    keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned | rule_matched
     if opts.files:
         # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
         elsewhere = sorted(set(index.glob_rules) - scoped)
@@ -274,7 +275,7 @@ def rank_task(
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
-    got = Retrieval(got.ids[keep], got.bm25[keep], got.cosine[keep], got.searched)
+    got = Retrieval(got.ids[keep], got.bm25[keep], got.cosine[keep], got.searched, got.rule_cosine, got.rule_bm25)
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
     if len(got.ids):
@@ -290,11 +291,10 @@ def rank_task(
             trust=trust,
             scoped=scoped,
             always=always,
-            rule_lexical=rule_bm25(index, terms, term_weights),
         )
         scored = score(feats, weights)
         positions = order(scored.total, got.ids)
-        head = positions[: max(4 * opts.maxItems, 24)]
+        head = diverse_head(positions, index.dir_rule[got.ids], max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
         for rank, pos in enumerate(head):
             directive = index.directive(int(got.ids[pos]))
@@ -327,7 +327,7 @@ def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray)
     bm25 = np.concatenate([got.bm25, np.zeros(len(extra), np.float32)])
     cosine = np.concatenate([got.cosine, (index.directive_vectors[extra] @ qvec).astype(np.float32)])
     order_ = np.argsort(ids, kind="stable")
-    return Retrieval(ids[order_], bm25[order_], cosine[order_], got.searched)
+    return Retrieval(ids[order_], bm25[order_], cosine[order_], got.searched, got.rule_cosine, got.rule_bm25)
 
 
 def _prepare(
