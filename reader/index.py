@@ -244,12 +244,6 @@ class Index:
         end[rules] = np.append(starts[1:], self.n_directives)
         return start, end
 
-    def directives_in(self, rules: np.ndarray) -> np.ndarray:
-        """Positions of every directive of the given rules (ascending when ``rules`` is)."""
-        start, end = self.rule_bounds
-        spans = [np.arange(start[r], end[r]) for r in np.asarray(rules, np.int64).tolist()]
-        return np.concatenate(spans) if spans else np.zeros(0, np.int64)
-
     def per_rule_max(self, values: np.ndarray) -> np.ndarray:
         """The best of ``values`` (one per directive) within each rule; 0 for a rule with no directive."""
         out = np.zeros(self.n_rules, np.float32)
