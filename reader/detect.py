@@ -24,22 +24,41 @@ _LAYER_WORDS: dict[str, str] = {
     "1-Presentation": """ui ux button header footer navbar navigation nav page screen component widget react vue svelte
         angular jsx tsx css scss tailwind style styling layout modal dialog form label dropdown menu sidebar theme
         responsive html template view frontend click render toast icon tooltip animation aria a11y keyboard focus
-        contrast accessibility dark-mode storybook""",
+        contrast accessibility dark-mode storybook
+        usestate useeffect usememo usecallback redux zustand pinia vuex mobx signal signals swiftui uikit
+        jetpack compose flutter widget widgets livewire blade erb jinja htmx alpine nuxt remix astro viewmodel
+        gesture tap scroll swipe onclick onappear input checkbox textbox chart charts font color colour
+        spinner skeleton toast snackbar placeholder tab tabs popup popover carousel css-in-js""",
     "2-Application": """endpoint api route router handler controller service usecase request response rest graphql
         grpc middleware webhook job queue worker command orchestration registration signup login logout session
-        rate-limit pagination upload backend server http cors payload""",
+        rate-limit pagination upload backend server http cors payload
+        fastapi flask django express nestjs spring springboot ktor gin fiber actix axum laravel rails phoenix
+        dto dtos serializer validator pydantic websocket websockets rpc cli celery sidekiq cron scheduler
+        consumer producer publisher subscriber listener lifespan blueprint interceptor guard injection""",
     "3-Domain": """domain entity entities aggregate invariant business value-object pricing price discount order invoice
-        policy calculation ddd rule workflow state-machine money currency""",
+        policy calculation ddd rule workflow state-machine money currency
+        refund refunds coupon coupons billing subscription trial tax rounding cent cents total totals ledger
+        balance inventory stock booking reservation eligibility entitlement quota""",
     "4-Persistence": """database db sql query queries migration migrate schema table column index indexes postgres
         postgresql mysql sqlite mongodb mongo redis cache orm repository transaction sqlalchemy prisma alembic
-        persistence storage seed backfill n+1 nosql""",
+        persistence storage seed backfill n+1 nosql
+        typeorm eloquent activerecord hibernate jpa dao drizzle sequelize mongoose knex dynamodb cassandra
+        elasticsearch supabase firestore row rows connection pool replica retention purge
+        archive backup""",
     "5-Tests": """test tests testing unit integration e2e end-to-end fixture mock stub pytest jest vitest cypress
-        playwright coverage flaky assert assertion regression tdd snapshot spec""",
+        playwright coverage flaky assert assertion regression tdd snapshot spec
+        spy fake selenium rspec minitest junit testcontainers hypothesis property-based fuzz fuzzing
+        testing-library msw""",
     "6-Docs": """docs documentation readme changelog adr docstring openapi swagger guide tutorial runbook
-        document documenting""",
+        document documenting
+        jsdoc javadoc typedoc sphinx mkdocs docusaurus wiki onboarding release-notes diagram diagrams
+        explain explanation how-to""",
     "7-Deployment": """deploy deployment ci cd pipeline docker dockerfile container kubernetes k8s helm terraform
         infrastructure iac release github-actions workflow rollout rollback staging production prod canary
-        environment env devops image registry""",
+        environment env devops image registry
+        ansible pulumi cloudformation vercel netlify heroku kamal fly.io nginx ingress autoscaling autoscaler
+        replicas pod pods cluster node-pool compose-file gitlab-ci jenkins argo argocd blue-green
+        branch-protection on-call paging prometheus grafana uptime sre vps""",
 }
 
 _TOPIC_WORDS: dict[str, str] = {

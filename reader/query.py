@@ -121,7 +121,7 @@ def check_mode(mode: str | None) -> str | None:
 FEEDBACK_DEPTH = 20
 """How many of the best-matching directives vote on the task's layer and topics."""
 
-FEEDBACK_WEIGHT = 5.0
+FEEDBACK_WEIGHT = 2.5
 """Votes of the strongest layer/topic from feedback, on the dictionaries' scale (one word = 1)."""
 
 
