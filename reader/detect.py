@@ -372,8 +372,8 @@ def detect(
         for name, score in sorted(topic_scores.items(), key=lambda kv: (-kv[1], TOPICS.index(kv[0])))
         if score >= MIN_TOPIC_SCORE
     )[:4]
-    lowered = text.lower()
-    techs = tuple(t for t in TECHNOLOGIES if t in set(raw) or (not t.isalnum() and t in lowered))
+    lowered, raw_set = text.lower(), set(raw)
+    techs = tuple(t for t in TECHNOLOGIES if t in raw_set or (not t.isalnum() and t in lowered))
     return Detection(
         layer=layer,
         topics=topics,

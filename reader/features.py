@@ -26,6 +26,10 @@ RULE_SHARE = 0.4
 """Share of the lexical/semantic signals that comes from the directive's rule as a whole."""
 
 
+_SEVERITY_BOOSTS = np.array([SEVERITY_BOOST[name] for name in SEVERITIES], np.float32)
+"""SEVERITY_BOOST as an array indexed by severity id (one lookup for every candidate)."""
+
+
 def in_rules(rules: np.ndarray, wanted: Collection[int]) -> np.ndarray:
     """Per entry of ``rules``, whether it is one of ``wanted`` (usually none: then no isin at all)."""
     if not wanted:
@@ -138,7 +142,7 @@ def features(
         bit = 1 << LAYERS.index(layer)
         masks = index.dir_layers[ids]
         layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
-    severity = np.array([SEVERITY_BOOST[SEVERITIES[s]] for s in index.dir_severity[ids]], np.float32)
+    severity = _SEVERITY_BOOSTS[index.dir_severity[ids]]
     semantic = np.clip(got.cosine, 0.0, 1.0).astype(np.float32)
     gate = np.float32(TRUST_FLOOR + (1 - TRUST_FLOOR) * min(max(trust, 0.0), 1.0) ** TRUST_POWER)
     return {
