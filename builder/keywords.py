@@ -3,7 +3,8 @@
 Each directive is one document: its text, rationale, anti-patterns, section names and rule title,
 tokenized by the shared :func:`ruledex.reader.text.keywords`. Each rule is one more document, for
 whole-document BM25: the rule as a reader sees it, every part once (title, description,
-when_to_apply, example tasks, file name, section headings, directives, code examples). Both posting
+when_to_apply, file name, section headings, directives, code examples; not its example tasks, which
+``ruledex check --examples`` tests). Both posting
 lists share one term table, sorted by UTF-8 bytes so the reader can binary-search it in place.
 """
 
@@ -37,8 +38,9 @@ def rule_document(rule: RuleRecord, directives: list[DirectiveRecord]) -> str:
     Not the sum of the directive documents: those repeat the rule title and section names on every
     directive, which inflated heading words (``ruledex eval``: the sum gave nDCG@10 0.834 on the
     Cursor corpus, this text 0.839 at the same k1). Example tasks are left out: they are what
-    ``ruledex check --examples`` tests, and indexing them would make it pass by construction. The file name counts: in foreign rule sets
-    (``nextjs-app-router.mdc``) it is often the best statement of what the rule is about.
+    ``ruledex check --examples`` tests, and indexing them would make it pass by construction. The
+    file name counts: in foreign rule sets (``nextjs-app-router.mdc``) it is often the best
+    statement of what the rule is about.
     """
     stem = rule.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     parts = [rule.title, rule.description, *rule.when_to_apply]

@@ -263,9 +263,9 @@ class Index:
         return {int(i): self.rule(int(i)) for i in np.flatnonzero(self.rule_flags & fmt.RULE_HAS_GLOBS)}
 
     def rule_directive_ids(self, rule_index: int) -> range:
-        """Positions of one rule's directives (they are stored contiguously)."""
-        rule = self.rule(rule_index)
-        return range(rule.first_directive, rule.first_directive + rule.directive_count)
+        """Positions of one rule's directives (stored contiguously; read from ``rule_bounds``, no record decoded)."""
+        start, end = self.rule_bounds
+        return range(int(start[rule_index]), int(end[rule_index]))
 
     def directives_of(self, rule_index: int) -> list[DirectiveRecord]:
         """The directives of one rule, in document order."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
 from .detect import MODES, Detection, detect, expand
-from .features import features, in_rules, topic_strengths
+from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
@@ -129,8 +129,7 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     """Layer and topic votes from the best candidates (lexical and semantic evidence combined)."""
     if not len(got.ids):
         return {}, {}
-    best = float(got.bm25.max())
-    evidence = (got.bm25 / best if best > 0 else 0.0) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
+    evidence = relative(got.bm25) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
     weight = np.asarray(evidence, np.float64)[top]
     votes = []
@@ -256,13 +255,14 @@ def rank_task(
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    in_pinned = in_rules(index.dir_rule[got.ids], scoped | always)
-    rule_matched = got.rule_bm25[index.dir_rule[got.ids]] > 0 if got.rule_bm25 is not None else False
+    candidate_rules = index.dir_rule[got.ids]
+    in_pinned = in_rules(candidate_rules, scoped | always)
+    rule_matched = got.rule_bm25[candidate_rules] > 0 if got.rule_bm25 is not None else False
     keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned | rule_matched
     if opts.files:
         # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
         elsewhere = sorted(set(index.glob_rules) - scoped)
-        keep &= ~in_rules(index.dir_rule[got.ids], elsewhere)
+        keep &= ~in_rules(candidate_rules, elsewhere)
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
@@ -275,7 +275,7 @@ def rank_task(
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
-    got = Retrieval(got.ids[keep], got.bm25[keep], got.cosine[keep], got.searched, got.rule_cosine, got.rule_bm25)
+    got = replace(got, ids=got.ids[keep], bm25=got.bm25[keep], cosine=got.cosine[keep])
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
     if len(got.ids):
@@ -327,7 +327,7 @@ def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray)
     bm25 = np.concatenate([got.bm25, np.zeros(len(extra), np.float32)])
     cosine = np.concatenate([got.cosine, (index.directive_vectors[extra] @ qvec).astype(np.float32)])
     order_ = np.argsort(ids, kind="stable")
-    return Retrieval(ids[order_], bm25[order_], cosine[order_], got.searched, got.rule_cosine, got.rule_bm25)
+    return replace(got, ids=ids[order_], bm25=bm25[order_], cosine=cosine[order_])
 
 
 def _prepare(

@@ -18,7 +18,7 @@ from .rank import diverse_head
 
 @dataclass(frozen=True)
 class Retrieval:
-    """Candidate ids with their BM25 and cosine scores (aligned arrays), and each rule's best cosine."""
+    """Candidate ids with their BM25 and cosine scores (aligned arrays), and per-rule evidence."""
 
     ids: np.ndarray
     bm25: np.ndarray
