@@ -289,19 +289,37 @@ def expand(terms: list[str]) -> list[str]:
     return out
 
 
-def _score(
-    terms: set[str], table: dict[str, frozenset[str]], weights: dict[str, dict[str, float]] | None = None
-) -> dict[str, float]:
-    """Dictionary evidence per class: 1 per matching word, or the word's activity weight."""
+def _inverted(
+    table: dict[str, frozenset[str]], weights: dict[str, dict[str, float]] | None = None
+) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Term -> (class, weight) pairs of a dictionary: 1 per word, or the word's activity weight."""
     weights = weights or {}
-    out = {}
+    out: dict[str, list[tuple[str, float]]] = {}
     for name, vocab in table.items():
         strong = weights.get(name, {})
-        out[name] = float(
-            sum(strong.get(t, 1.0) for t in terms & vocab)
-            + sum(w for t, w in strong.items() if t in terms and t not in vocab)
-        )
+        for term in sorted(vocab | strong.keys()):
+            out.setdefault(term, []).append((name, strong.get(term, 1.0)))
+    return {term: tuple(pairs) for term, pairs in out.items()}
+
+
+def _score(
+    terms: set[str], inverted: dict[str, tuple[tuple[str, float], ...]], names: tuple[str, ...]
+) -> dict[str, float]:
+    """Dictionary evidence per class, one lookup per task term (the task is short, the tables are not)."""
+    out = dict.fromkeys(names, 0.0)
+    for term in terms:
+        for name, weight in inverted.get(term, ()):
+            out[name] += weight
     return out
+
+
+_LAYER_INDEX = _inverted(LAYER_TERMS, LAYER_WEIGHTS)
+_TOPIC_INDEX = _inverted(TOPIC_TERMS)
+_LAYER_NAMES = tuple(LAYER_TERMS)
+_TOPIC_NAMES = tuple(TOPIC_TERMS)
+_TECH_RANK = {name: i for i, name in enumerate(TECHNOLOGIES)}
+_TECH_SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
+"""Technologies with a symbol or a dot (c#, node.js): also found inside a longer token."""
 
 
 def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
@@ -313,16 +331,17 @@ def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Col
 def _add_vectors(
     scores: dict[str, float], names: tuple[str, ...], protos: np.ndarray | None, query: np.ndarray | None
 ) -> None:
-    if protos is None or query is None or not len(protos) or not np.any(query):
+    if protos is None or query is None or not len(protos) or not query.any():
         return
     sims = protos @ query
-    used = np.any(protos, axis=1)  # classes the index has no directives for have a zero prototype
+    used = protos.any(axis=1)  # classes the index has no directives for have a zero prototype
     if not used.any():
         return
     mean = float(sims[used].mean())
-    for i, name in enumerate(names):
-        if used[i] and name in scores:
-            scores[name] += _VECTOR_WEIGHT * max(0.0, float(sims[i]) - mean)
+    gains = (_VECTOR_WEIGHT * np.maximum(sims.astype(np.float64) - mean, 0.0)).tolist()
+    for name, is_used, gain in zip(names, used.tolist(), gains, strict=False):
+        if is_used and name in scores:
+            scores[name] += gain
 
 
 def detect(
@@ -346,8 +365,8 @@ def detect(
     raw = words(folded)
     terms = expand(keywords(folded))
     term_set = set(terms) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
-    layer_scores = _score(term_set, LAYER_TERMS, LAYER_WEIGHTS)
-    topic_scores = _score(term_set, TOPIC_TERMS)
+    layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
+    topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
@@ -373,7 +392,8 @@ def detect(
         if score >= MIN_TOPIC_SCORE
     )[:4]
     lowered, raw_set = text.lower(), set(raw)
-    techs = tuple(t for t in TECHNOLOGIES if t in raw_set or (not t.isalnum() and t in lowered))
+    found = {t for t in raw_set if t in _TECH_RANK} | {t for t in _TECH_SYMBOLS if t in lowered}
+    techs = tuple(sorted(found, key=_TECH_RANK.__getitem__))
     return Detection(
         layer=layer,
         topics=topics,

@@ -60,19 +60,24 @@ def _masked_strength(masks: np.ndarray, strengths: dict[str, float], reduce: str
 
 def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE) -> np.ndarray:
     """Blend each value with the mean of the top three values of its rule (both in [0, 1])."""
-    if not len(values):
+    n = len(values)
+    if not n:
         return values
     values = values.astype(np.float32, copy=False)
     by_rule = np.lexsort((-values, rules))  # each rule's values together, best first
+    ranked = values[by_rule]
     sorted_rules = rules[by_rule]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_rules[1:] != sorted_rules[:-1])))
-    sizes = np.diff(np.append(starts, len(values)))
-    top3 = np.zeros((len(starts), 3), np.float32)
-    for rank in range(3):  # the three best of every rule, summed best first as a sorted slice would be
-        has = sizes > rank
-        top3[has, rank] = values[by_rule[starts[has] + rank]]
-    means = ((top3[:, 0] + top3[:, 1]) + top3[:, 2]) / np.minimum(sizes, 3).astype(np.float32)
-    rule_mean = np.empty(len(values), np.float32)
+    first = np.empty(n, bool)
+    first[0] = True
+    np.not_equal(sorted_rules[1:], sorted_rules[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    sizes = np.diff(starts, append=n)
+    padded = np.append(ranked, np.zeros(2, np.float32))  # a rule's 2nd/3rd best are 0 when it has fewer
+    second = np.where(sizes > 1, padded[starts + 1], np.float32(0.0))
+    third = np.where(sizes > 2, padded[starts + 2], np.float32(0.0))
+    # the three best of every rule, summed best first as a sorted slice would be
+    means = ((ranked[starts] + second) + third) / np.minimum(sizes, 3).astype(np.float32)
+    rule_mean = np.empty(n, np.float32)
     rule_mean[by_rule] = np.repeat(means, sizes)
     return ((1 - share) * values + share * rule_mean).astype(np.float32)
 
@@ -98,15 +103,14 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     wanted = np.zeros(index.n_rules, bool)
     wanted[rules] = True
     phrases = np.flatnonzero(wanted[index.wta_rule])
-    sims = index.wta_vectors[phrases] @ qvec if np.any(qvec) else np.zeros(len(phrases), np.float32)
+    sims = index.wta_vectors[phrases] @ qvec if qvec.any() else np.zeros(len(phrases), np.float32)
     phrase_rules = index.wta_rule[phrases].astype(np.int64)
     per_rule = np.zeros(index.n_rules, np.float32)
     np.maximum.at(per_rule, phrase_rules, ((sims - np.float32(0.3)) / np.float32(0.4)).astype(np.float32))
     for phrase, rule in zip(phrases.tolist(), phrase_rules.tolist(), strict=True):
         words = index.wta_keywords(phrase)
-        shared = len(words & terms)
-        if shared:  # by words: the share of the phrase's keywords the task has (at most 4 needed)
-            per_rule[rule] = max(per_rule[rule], shared / max(1, min(len(words), 4)))
+        if not terms.isdisjoint(words):  # by words: the share of the phrase's keywords the task has (at most 4 needed)
+            per_rule[rule] = max(per_rule[rule], len(words & terms) / max(1, min(len(words), 4)))
     return np.clip(per_rule[rules], 0.0, 1.0)
 
 

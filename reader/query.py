@@ -125,6 +125,10 @@ FEEDBACK_WEIGHT = 2.5
 """Votes of the strongest layer/topic from feedback, on the dictionaries' scale (one word = 1)."""
 
 
+_LAYER_BITS = np.arange(len(LAYERS))
+_TOPIC_BITS = np.arange(len(TOPICS))
+
+
 def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict[str, float]]:
     """Layer and topic votes from the best candidates (lexical and semantic evidence combined)."""
     if not len(got.ids):
@@ -132,13 +136,13 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     evidence = relative(got.bm25) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
     weight = np.asarray(evidence, np.float64)[top]
+    voters = got.ids[top]
     votes = []
-    for table, vocab in ((index.dir_layers, LAYERS), (index.dir_topics, TOPICS)):
-        masks = table[got.ids[top]].astype(np.int64)
-        bits = (masks[:, None] >> np.arange(len(vocab))) & 1  # (voters, names)
-        sums = (bits * weight[:, None]).sum(axis=0)
-        present = bits.any(axis=0)
-        tally = {name: float(sums[b]) for b, name in enumerate(vocab) if present[b] and name != ANY_LAYER}
+    for table, vocab, bit_of in ((index.dir_layers, LAYERS, _LAYER_BITS), (index.dir_topics, TOPICS, _TOPIC_BITS)):
+        masks = table[voters].astype(np.int64)
+        sums = (((masks[:, None] >> bit_of) & 1) * weight[:, None]).sum(axis=0).tolist()  # per name
+        present = int(np.bitwise_or.reduce(masks)) if len(masks) else 0
+        tally = {name: sums[b] for b, name in enumerate(vocab) if present >> b & 1 and name != ANY_LAYER}
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]

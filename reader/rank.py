@@ -141,7 +141,8 @@ def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
     dropped: list[int] = []
     kept: list[int] = []
     gram = vectors @ vectors.T  # one product instead of one per row
-    if not np.any(np.triu(gram, 1) >= threshold):
+    np.fill_diagonal(gram, 0.0)  # a row is not its own duplicate (the loop below never reads the diagonal)
+    if not (gram >= threshold).any():
         return dropped  # the usual case: no pair is that close
     empty = ~np.any(vectors, axis=1)
     for i in range(len(vectors)):

@@ -11,7 +11,7 @@ rules past their ``expires`` date are marked stale in the block and in their cit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .records import DirectiveRecord, RuleRecord
 from .text import count_tokens
@@ -20,9 +20,8 @@ from .vocab import SEVERITIES
 GUARANTEED_MUST = 3
 
 
-@dataclass(frozen=True)
-class Item:
-    """A ranked directive with what rendering and citing it needs."""
+class Item(NamedTuple):
+    """A ranked directive with what rendering and citing it needs (a tuple: a query makes dozens)."""
 
     directive: DirectiveRecord
     rule: RuleRecord

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .index import Index
-from .rank import diverse_head
 
 
 @dataclass(frozen=True)
@@ -89,12 +88,26 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     """Positions of the ``k`` directives of each rule closest to the task by cosine (ties by position)."""
     start, end = index.rule_bounds
     lengths = end[rules] - start[rules]
-    if not lengths.sum():
+    total = int(lengths.sum())
+    if not total:
         return np.zeros(0, np.int64)
-    offsets = np.repeat(start[rules] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    members = offsets + np.arange(int(lengths.sum()))  # every directive of the rules, rule by rule
-    ranked = np.lexsort((members, -cosine[members]))
-    return members[diverse_head(ranked, index.dir_rule[members], k, len(members))]
+    group_start = np.repeat(np.cumsum(lengths) - lengths, lengths)  # where each member's rule begins
+    members = np.repeat(start[rules], lengths) - group_start + np.arange(total)  # rule by rule
+    ranked = np.lexsort((members, -cosine[members], group_start))  # each rule's members, best first
+    return members[ranked[np.arange(total) - group_start < k]]
+
+
+def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
+    """The same ids as :func:`top_k`, ascending instead of best first (no sort: candidates are a set)."""
+    nonzero = np.flatnonzero(scores > 0)
+    if len(nonzero) <= k:
+        return nonzero
+    values = scores[nonzero]
+    kth = np.partition(values, len(values) - k)[len(values) - k]
+    above = values > kth
+    ties = np.flatnonzero(values == kth)[: k - int(np.count_nonzero(above))]  # lowest ids win ties
+    above[ties] = True
+    return nonzero[above]
 
 
 def retrieve(
@@ -107,15 +120,15 @@ def retrieve(
 ) -> Retrieval:
     """Union of the top ``depth`` directives by BM25 and by cosine, and the best directives of the best rules."""
     lexical = bm25_scores(index, terms, weights)
-    if np.any(query_vector) and index.n_directives:
+    if index.n_directives and query_vector.any():
         cosine = (index.directive_vectors @ query_vector).astype(np.float32, copy=False)
     else:
         cosine = np.zeros(index.n_directives, dtype=np.float32)
     rule_lexical = rule_bm25(index, terms, weights)
     rule_cosine = index.per_rule_max(cosine)
     chosen = np.zeros(index.n_directives, bool)  # a mask, not union1d: a third of the cost at small sizes
-    chosen[top_k(lexical, depth)] = True
-    chosen[top_k(cosine, depth)] = True
+    chosen[top_k_set(lexical, depth)] = True
+    chosen[top_k_set(cosine, depth)] = True
     chosen[
         _best_of_rules(index, np.union1d(top_k(rule_lexical, rule_depth), top_k(rule_cosine, rule_depth)), cosine)
     ] = True

@@ -13,6 +13,7 @@ without a dependency.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -133,6 +134,7 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "ed", "es", "s")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Fold a word to a light stem: plurals and common verb/noun suffixes, never below 3 letters."""
     if len(word) <= 3 or not word.isalpha():
