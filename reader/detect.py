@@ -337,7 +337,8 @@ def _add_vectors(
     used = protos.any(axis=1)  # classes the index has no directives for have a zero prototype
     if not used.any():
         return
-    mean = float(sims[used].mean())
+    chosen = sims[used]
+    mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper
     gains = (_VECTOR_WEIGHT * np.maximum(sims.astype(np.float64) - mean, 0.0)).tolist()
     for name, is_used, gain in zip(names, used.tolist(), gains, strict=False):
         if is_used and name in scores:

@@ -59,27 +59,36 @@ def _masked_strength(masks: np.ndarray, strengths: dict[str, float], reduce: str
 
 
 def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE) -> np.ndarray:
-    """Blend each value with the mean of the top three values of its rule (both in [0, 1])."""
-    n = len(values)
+    """Blend each value with the mean of the top three values of its rule (both in [0, 1]).
+
+    ``values`` is one row per signal (or a single row), blended row by row; one sort serves them all.
+    """
+    n = values.shape[-1]
     if not n:
         return values
-    values = values.astype(np.float32, copy=False)
-    by_rule = np.lexsort((-values, rules))  # each rule's values together, best first
-    ranked = values[by_rule]
-    sorted_rules = rules[by_rule]
+    if n > 1 and (rules[1:] < rules[:-1]).any():  # candidates come in id order, hence rule order
+        back = np.argsort(rules, kind="stable")
+        out = np.empty_like(values, np.float32)
+        out[..., back] = rule_blend(values[..., back], rules[back], share)
+        return out
+    rows = np.atleast_2d(values).astype(np.float32, copy=False)
+    # within each rule best first: rule r's keys lie in [2r - 1, 2r], so rules never interleave
+    order = (rules * 2.0 - rows).argsort(axis=1)
+    padded = np.zeros((len(rows), n + 2), np.float32)  # a rule's 2nd/3rd best are 0 when it has fewer
+    padded[:, :n] = rows[np.arange(len(rows))[:, None], order]
     first = np.empty(n, bool)
     first[0] = True
-    np.not_equal(sorted_rules[1:], sorted_rules[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    sizes = np.diff(starts, append=n)
-    padded = np.append(ranked, np.zeros(2, np.float32))  # a rule's 2nd/3rd best are 0 when it has fewer
-    second = np.where(sizes > 1, padded[starts + 1], np.float32(0.0))
-    third = np.where(sizes > 2, padded[starts + 2], np.float32(0.0))
+    np.not_equal(rules[1:], rules[:-1], out=first[1:])
+    starts = first.nonzero()[0]
+    sizes = np.empty_like(starts)
+    sizes[:-1] = starts[1:] - starts[:-1]
+    sizes[-1] = n - starts[-1]
+    second = padded[:, starts + 1] * (sizes > 1)
+    third = padded[:, starts + 2] * (sizes > 2)
     # the three best of every rule, summed best first as a sorted slice would be
-    means = ((ranked[starts] + second) + third) / np.minimum(sizes, 3).astype(np.float32)
-    rule_mean = np.empty(n, np.float32)
-    rule_mean[by_rule] = np.repeat(means, sizes)
-    return ((1 - share) * values + share * rule_mean).astype(np.float32)
+    means = ((padded[:, starts] + second) + third) / np.minimum(sizes, 3).astype(np.float32)
+    blended = ((1 - share) * rows + share * np.repeat(means, sizes, axis=1)).astype(np.float32)
+    return blended if values.ndim > 1 else blended[0]
 
 
 def relative(values: np.ndarray) -> np.ndarray:
@@ -92,7 +101,7 @@ def rule_semantic(rule_cosine: np.ndarray | None, rules: np.ndarray) -> np.ndarr
     """Per candidate: the best cosine of any directive of its rule, candidate or not (in [0, 1])."""
     if rule_cosine is None:
         return np.zeros(len(rules), np.float32)
-    return np.clip(rule_cosine[rules], 0.0, 1.0).astype(np.float32)
+    return np.minimum(np.maximum(rule_cosine[rules], 0.0), 1.0).astype(np.float32, copy=False)
 
 
 def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[str]) -> np.ndarray:
@@ -102,7 +111,7 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     # only the phrases of the candidates' rules matter: keeps this O(candidates), not O(index)
     wanted = np.zeros(index.n_rules, bool)
     wanted[rules] = True
-    phrases = np.flatnonzero(wanted[index.wta_rule])
+    phrases = wanted[index.wta_rule].nonzero()[0]
     sims = index.wta_vectors[phrases] @ qvec if qvec.any() else np.zeros(len(phrases), np.float32)
     phrase_rules = index.wta_rule[phrases].astype(np.int64)
     per_rule = np.zeros(index.n_rules, np.float32)
@@ -111,7 +120,7 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
         words = index.wta_keywords(phrase)
         if not terms.isdisjoint(words):  # by words: the share of the phrase's keywords the task has (at most 4 needed)
             per_rule[rule] = max(per_rule[rule], len(words & terms) / max(1, min(len(words), 4)))
-    return np.clip(per_rule[rules], 0.0, 1.0)
+    return np.minimum(np.maximum(per_rule[rules], 0.0), 1.0)
 
 
 def features(
@@ -147,7 +156,8 @@ def features(
         masks = index.dir_layers[ids]
         layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
     severity = _SEVERITY_BOOSTS[index.dir_severity[ids]]
-    semantic = np.clip(got.cosine, 0.0, 1.0).astype(np.float32)
+    semantic = np.minimum(np.maximum(got.cosine, 0.0), 1.0).astype(np.float32, copy=False)
+    blended = rule_blend(np.stack([semantic, relative(got.bm25)]), rules)
     gate = np.float32(TRUST_FLOOR + (1 - TRUST_FLOOR) * min(max(trust, 0.0), 1.0) ** TRUST_POWER)
     return {
         "authority": authority * gate,
@@ -155,9 +165,9 @@ def features(
         "layer": layer_match * gate,
         "topic": overlap * gate,
         "severity": severity,
-        "semantic": rule_blend(semantic, rules),
+        "semantic": blended[0],
         "rule_semantic": rule_semantic(got.rule_cosine, rules),
-        "lexical": rule_blend(relative(got.bm25), rules),
+        "lexical": blended[1],
         "rule_lexical": relative(got.rule_bm25)[rules] if got.rule_bm25 is not None else np.zeros(len(ids), np.float32),
         "file_match": in_rules(rules, scoped or ()).astype(np.float32),
         "always_apply": in_rules(rules, always or ()).astype(np.float32),

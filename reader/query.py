@@ -133,7 +133,7 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     """Layer and topic votes from the best candidates (lexical and semantic evidence combined)."""
     if not len(got.ids):
         return {}, {}
-    evidence = relative(got.bm25) + np.clip(got.cosine - 0.3, 0.0, None) * 2.0
+    evidence = relative(got.bm25) + np.maximum(got.cosine - 0.3, 0.0) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
     weight = np.asarray(evidence, np.float64)[top]
     voters = got.ids[top]
@@ -300,16 +300,17 @@ def rank_task(
         positions = order(scored.total, got.ids)
         head = diverse_head(positions, index.dir_rule[got.ids], max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
-        for rank, pos in enumerate(head):
-            directive = index.directive(int(got.ids[pos]))
+        rows = zip(head.tolist(), got.ids[head].tolist(), scored.total[head].tolist(), strict=True)
+        for rank, (pos, directive_id, base) in enumerate(rows):
+            directive = index.directive(directive_id)
             if rank in dupes:
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
             rule = index.rule(directive.rule)
-            total = float(scored.total[pos]) + SCOPE_BOOST.get(rule.scope, 0.0)
-            items.append(Item(directive, rule, total, index_name=index_name, commit=index.commit))
+            total = base + SCOPE_BOOST.get(rule.scope, 0.0)
+            items.append(Item(directive, rule, total, index_name, index.commit))
             if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
-                breakdowns[(index_name, directive.id)] = scored.row(int(pos))
+                breakdowns[(index_name, directive.id)] = scored.row(pos)
     timings["rank"] = time.perf_counter() - t0
     if opts.files and not index.glob_rules:
         notes.append(

@@ -106,8 +106,12 @@ def _weight_column(weights: RankWeights) -> np.ndarray:
 
 def score(features: dict[str, np.ndarray], weights: RankWeights = DEFAULT_WEIGHTS) -> ScoreBreakdown:
     """Weighted sum of the features (each an array in [0, 1], one entry per candidate)."""
-    stacked = np.clip(np.stack([np.asarray(features[name], np.float32) for name in FEATURES]), 0.0, 1.0)
-    weighted = stacked * _weight_column(weights)  # one clip and one product for all signals
+    weighted = np.empty((len(FEATURES), len(features[FEATURES[0]])), np.float32)
+    for row, name in zip(weighted, FEATURES, strict=True):
+        row[:] = features[name]
+    np.maximum(weighted, 0.0, out=weighted)
+    np.minimum(weighted, 1.0, out=weighted)
+    weighted *= _weight_column(weights)  # one clip and one product for all signals
     parts = dict(zip(FEATURES, weighted, strict=True))
     return ScoreBreakdown(parts, np.sum(weighted, axis=0).astype(np.float32))
 
@@ -129,8 +133,10 @@ def diverse_head(positions: np.ndarray, groups: np.ndarray, per_group: int, size
     # rank of each position within its group, in rank order: a stable sort by group keeps that order
     by_group = np.argsort(groups, kind="stable")
     sorted_groups = groups[by_group]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
-    run_start = np.repeat(starts, np.diff(np.append(starts, len(groups))))
+    first = np.empty(len(groups), bool)
+    first[0] = True
+    np.not_equal(sorted_groups[1:], sorted_groups[:-1], out=first[1:])
+    run_start = np.maximum.accumulate(np.where(first, np.arange(len(groups)), 0))  # each run's first position
     within = np.empty(len(groups), np.int64)
     within[by_group] = np.arange(len(groups)) - run_start
     return positions[within < per_group][:size]

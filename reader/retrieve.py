@@ -63,7 +63,7 @@ def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = No
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Ids of the ``k`` best positive scores, best first, ties by id (stable, no argpartition noise)."""
-    nonzero = np.flatnonzero(scores > 0)
+    nonzero = (scores > 0).nonzero()[0]
     if len(nonzero) > k > 0:
         # partition first: only scores tied with or above the k-th best need sorting (every tie kept)
         values = scores[nonzero]
@@ -99,13 +99,13 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
 
 def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
     """The same ids as :func:`top_k`, ascending instead of best first (no sort: candidates are a set)."""
-    nonzero = np.flatnonzero(scores > 0)
+    nonzero = (scores > 0).nonzero()[0]
     if len(nonzero) <= k:
         return nonzero
     values = scores[nonzero]
     kth = np.partition(values, len(values) - k)[len(values) - k]
     above = values > kth
-    ties = np.flatnonzero(values == kth)[: k - int(np.count_nonzero(above))]  # lowest ids win ties
+    ties = (values == kth).nonzero()[0][: k - int(np.count_nonzero(above))]  # lowest ids win ties
     above[ties] = True
     return nonzero[above]
 
@@ -129,10 +129,11 @@ def retrieve(
     chosen = np.zeros(index.n_directives, bool)  # a mask, not union1d: a third of the cost at small sizes
     chosen[top_k_set(lexical, depth)] = True
     chosen[top_k_set(cosine, depth)] = True
-    chosen[
-        _best_of_rules(index, np.union1d(top_k(rule_lexical, rule_depth), top_k(rule_cosine, rule_depth)), cosine)
-    ] = True
-    ids = np.flatnonzero(chosen)
+    best_rules = np.zeros(index.n_rules, bool)
+    best_rules[top_k_set(rule_lexical, rule_depth)] = True
+    best_rules[top_k_set(rule_cosine, rule_depth)] = True
+    chosen[_best_of_rules(index, best_rules.nonzero()[0], cosine)] = True
+    ids = chosen.nonzero()[0]
     return Retrieval(
         ids=ids,
         bm25=lexical[ids],
