@@ -30,35 +30,41 @@ class Retrieval:
 
 
 def _bm25(
-    index: Index,
     n: int,
     k1: float,
     norm: np.ndarray,
     postings: Callable[[int], tuple[np.ndarray, np.ndarray]],
-    terms: list[str],
-    weights: list[float] | None,
+    terms: list[tuple[int, float]],
 ) -> np.ndarray:
-    """BM25 of ``n`` documents over one posting list (directives or whole rules) of the shared terms."""
+    """BM25 of ``n`` documents over one posting list (directives or whole rules) of (term id, weight)."""
     scores = np.zeros(n, dtype=np.float32)
     if n == 0:
         return scores
-    for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
-        term_id = index.term_id(term)
-        if term_id is None:
-            continue
+    saturation = np.float32(k1 + 1.0)
+    for term_id, weight in terms:
         ids, tf = postings(term_id)
         df = len(ids)
         idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
         tf32 = tf.astype(np.float32)
-        scores[ids] += np.float32(weight * idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids])
+        scores[ids] += np.float32(weight * idf) * tf32 * saturation / (tf32 + norm[ids])
     return scores
 
 
-def bm25_scores(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+def known_terms(index: Index, terms: list[str], weights: list[float] | None = None) -> list[tuple[int, float]]:
+    """(term id, weight) of the query terms the index has; looked up once for both posting lists."""
+    out = []
+    for term, weight in zip(terms, weights or [1.0] * len(terms), strict=True):
+        term_id = index.term_id(term)
+        if term_id is not None:
+            out.append((term_id, weight))
+    return out
+
+
+def bm25_scores(index: Index, terms: list[tuple[int, float]]) -> np.ndarray:
     """BM25 score of every directive for the query terms (zeros where no term occurs)."""
     if index.n_directives == 0:
         return np.zeros(0, dtype=np.float32)
-    return _bm25(index, index.n_directives, index.k1, index.bm25_norm, index.postings, terms, weights)
+    return _bm25(index.n_directives, index.k1, index.bm25_norm, index.postings, terms)
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -119,12 +125,13 @@ def retrieve(
     rule_depth: int = RULE_DEPTH,
 ) -> Retrieval:
     """Union of the top ``depth`` directives by BM25 and by cosine, and the best directives of the best rules."""
-    lexical = bm25_scores(index, terms, weights)
+    known = known_terms(index, terms, weights)
+    lexical = bm25_scores(index, known)
     if index.n_directives and query_vector.any():
         cosine = (index.directive_vectors @ query_vector).astype(np.float32, copy=False)
     else:
         cosine = np.zeros(index.n_directives, dtype=np.float32)
-    rule_lexical = rule_bm25(index, terms, weights)
+    rule_lexical = rule_bm25(index, known)
     rule_cosine = index.per_rule_max(cosine)
     chosen = np.zeros(index.n_directives, bool)  # a mask, not union1d: a third of the cost at small sizes
     chosen[top_k_set(lexical, depth)] = True
@@ -144,14 +151,14 @@ def retrieve(
     )
 
 
-def rule_bm25(index: Index, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+def rule_bm25(index: Index, terms: list[tuple[int, float]]) -> np.ndarray:
     """BM25 of every whole rule document, from the rule posting lists.
 
-    A rule document is the whole rule, every part once: title, description, when_to_apply, example
-    tasks, file name, headings, directives and code (builder/keywords.py), so a rule that mentions
-    the task's words across many directives outranks one stray mention: the whole-document evidence
-    plain BM25 has. Its own k1 (``rule_k1``) lets long documents saturate later.
+    A rule document is the whole rule, every part once: title, description, when_to_apply, file
+    name, headings, directives and code (builder/keywords.py), so a rule that mentions the task's
+    words across many directives outranks one stray mention: the whole-document evidence plain
+    BM25 has. Its own k1 (``rule_k1``) lets long documents saturate later.
     """
     if index.n_rules == 0:
         return np.zeros(0, dtype=np.float32)
-    return _bm25(index, index.n_rules, index.rule_k1, index.rule_bm25_norm, index.rule_postings, terms, weights)
+    return _bm25(index.n_rules, index.rule_k1, index.rule_bm25_norm, index.rule_postings, terms)
