@@ -7,7 +7,6 @@ Both scorers are pure functions over the index's arrays. Candidates are the unio
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,20 +32,36 @@ def _bm25(
     n: int,
     k1: float,
     norm: np.ndarray,
-    postings: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    lists: tuple[np.ndarray, np.ndarray, np.ndarray],
     terms: list[tuple[int, float]],
 ) -> np.ndarray:
-    """BM25 of ``n`` documents over one posting list (directives or whole rules) of (term id, weight)."""
+    """BM25 of ``n`` documents over one inverted index (indptr, ids, tf) for (term id, weight) pairs.
+
+    Every query term's postings are gathered at once and added with ``np.add.at``, which adds in
+    order of appearance: the same float32 sums, term by term, as a loop over the terms, in a dozen
+    numpy calls instead of ten per term.
+    """
     scores = np.zeros(n, dtype=np.float32)
-    if n == 0:
+    if n == 0 or not terms:
         return scores
-    saturation = np.float32(k1 + 1.0)
-    for term_id, weight in terms:
-        ids, tf = postings(term_id)
-        df = len(ids)
-        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
-        tf32 = tf.astype(np.float32)
-        scores[ids] += np.float32(weight * idf) * tf32 * saturation / (tf32 + norm[ids])
+    indptr, postings, tfs = lists
+    term_ids = np.array([term_id for term_id, _ in terms], np.int64)
+    starts = indptr[term_ids].astype(np.int64)
+    lengths = indptr[term_ids + 1].astype(np.int64) - starts
+    total = int(lengths.sum())
+    if not total:
+        return scores
+    factors = np.array(
+        [
+            weight * math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+            for (_, weight), df in zip(terms, lengths.tolist(), strict=True)
+        ],
+        np.float32,
+    )  # weight x idf per term
+    gather = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
+    ids = postings[gather]
+    tf32 = tfs[gather].astype(np.float32)
+    np.add.at(scores, ids, np.repeat(factors, lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
     return scores
 
 
@@ -64,7 +79,9 @@ def bm25_scores(index: Index, terms: list[tuple[int, float]]) -> np.ndarray:
     """BM25 score of every directive for the query terms (zeros where no term occurs)."""
     if index.n_directives == 0:
         return np.zeros(0, dtype=np.float32)
-    return _bm25(index.n_directives, index.k1, index.bm25_norm, index.postings, terms)
+    return _bm25(
+        index.n_directives, index.k1, index.bm25_norm, (index.kw_indptr, index.kw_postings, index.kw_tf), terms
+    )
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -161,4 +178,10 @@ def rule_bm25(index: Index, terms: list[tuple[int, float]]) -> np.ndarray:
     """
     if index.n_rules == 0:
         return np.zeros(0, dtype=np.float32)
-    return _bm25(index.n_rules, index.rule_k1, index.rule_bm25_norm, index.rule_postings, terms)
+    return _bm25(
+        index.n_rules,
+        index.rule_k1,
+        index.rule_bm25_norm,
+        (index.rule_kw_indptr, index.rule_kw_postings, index.rule_kw_tf),
+        terms,
+    )
