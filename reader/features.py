@@ -14,6 +14,7 @@ import numpy as np
 
 from .detect import Detection
 from .index import Index
+from .rank import first_of_runs
 from .retrieve import Retrieval
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, SEVERITY_BOOST, TOPICS
 
@@ -76,10 +77,7 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     order = (rules * 2.0 - rows).argsort(axis=1)
     padded = np.zeros((len(rows), n + 2), np.float32)  # a rule's 2nd/3rd best are 0 when it has fewer
     padded[:, :n] = rows[np.arange(len(rows))[:, None], order]
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(rules[1:], rules[:-1], out=first[1:])
-    starts = first.nonzero()[0]
+    starts = first_of_runs(rules).nonzero()[0]
     sizes = np.empty_like(starts)
     sizes[:-1] = starts[1:] - starts[:-1]
     sizes[-1] = n - starts[-1]

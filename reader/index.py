@@ -306,11 +306,6 @@ class Index:
             return lo
         return None
 
-    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """Directive ids and term frequencies of one term."""
-        start, end = int(self.kw_indptr[term_id]), int(self.kw_indptr[term_id + 1])
-        return self.kw_postings[start:end], self.kw_tf[start:end]
-
     def rule_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         """Rule ids and term frequencies of one term in the whole rule documents."""
         start, end = int(self.rule_kw_indptr[term_id]), int(self.rule_kw_indptr[term_id + 1])

@@ -280,6 +280,7 @@ def rank_task(
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
     got = replace(got, ids=got.ids[keep], bm25=got.bm25[keep], cosine=got.cosine[keep])
+    candidate_rules = candidate_rules[keep]
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
     if len(got.ids):
@@ -298,7 +299,7 @@ def rank_task(
         )
         scored = score(feats, weights)
         positions = order(scored.total, got.ids)
-        head = diverse_head(positions, index.dir_rule[got.ids], max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
+        head = diverse_head(positions, candidate_rules, max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
         rows = zip(head.tolist(), got.ids[head].tolist(), scored.total[head].tolist(), strict=True)
         for rank, (pos, directive_id, base) in enumerate(rows):

@@ -121,6 +121,15 @@ def order(total: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.lexsort((ids, -total))
 
 
+def first_of_runs(keys: np.ndarray) -> np.ndarray:
+    """Per entry of sorted (grouped) ``keys``, whether it starts a run of equal keys."""
+    first = np.empty(len(keys), bool)
+    if len(keys):
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return first
+
+
 def diverse_head(positions: np.ndarray, groups: np.ndarray, per_group: int, size: int) -> np.ndarray:
     """The first ``size`` of ``positions`` (already in rank order), at most ``per_group`` per group.
 
@@ -133,9 +142,7 @@ def diverse_head(positions: np.ndarray, groups: np.ndarray, per_group: int, size
     # rank of each position within its group, in rank order: a stable sort by group keeps that order
     by_group = np.argsort(groups, kind="stable")
     sorted_groups = groups[by_group]
-    first = np.empty(len(groups), bool)
-    first[0] = True
-    np.not_equal(sorted_groups[1:], sorted_groups[:-1], out=first[1:])
+    first = first_of_runs(sorted_groups)
     run_start = np.maximum.accumulate(np.where(first, np.arange(len(groups)), 0))  # each run's first position
     within = np.empty(len(groups), np.int64)
     within[by_group] = np.arange(len(groups)) - run_start

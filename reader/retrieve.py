@@ -28,6 +28,15 @@ class Retrieval:
     """Per rule (not per candidate): BM25 of the whole rule document."""
 
 
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every range ``[start, start + length)`` concatenated, and where each position's range begins.
+
+    The second array gives, per position of the concatenation, the offset of its range's first entry.
+    """
+    begins = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(starts, lengths) - begins + np.arange(int(lengths.sum())), begins
+
+
 def _bm25(
     n: int,
     k1: float,
@@ -58,7 +67,7 @@ def _bm25(
         ],
         np.float32,
     )  # weight x idf per term
-    gather = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
+    gather, _ = _spans(starts, lengths)
     ids = postings[gather]
     tf32 = tfs[gather].astype(np.float32)
     np.add.at(scores, ids, np.repeat(factors, lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
@@ -84,19 +93,6 @@ def bm25_scores(index: Index, terms: list[tuple[int, float]]) -> np.ndarray:
     )
 
 
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Ids of the ``k`` best positive scores, best first, ties by id (stable, no argpartition noise)."""
-    nonzero = (scores > 0).nonzero()[0]
-    if len(nonzero) > k > 0:
-        # partition first: only scores tied with or above the k-th best need sorting (every tie kept)
-        values = scores[nonzero]
-        nonzero = nonzero[values >= np.partition(values, len(values) - k)[len(values) - k]]
-    if len(nonzero) == 0:
-        return nonzero
-    order = np.lexsort((nonzero, -scores[nonzero]))
-    return nonzero[order[:k]]
-
-
 RULE_DEPTH = 10
 """The best directives of the best ``RULE_DEPTH`` rules by whole-document BM25 and by best cosine are
 candidates too: a rule that matches as a whole is considered even when none of its directives is
@@ -114,14 +110,16 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     total = int(lengths.sum())
     if not total:
         return np.zeros(0, np.int64)
-    group_start = np.repeat(np.cumsum(lengths) - lengths, lengths)  # where each member's rule begins
-    members = np.repeat(start[rules], lengths) - group_start + np.arange(total)  # rule by rule
+    members, group_start = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
     ranked = np.lexsort((members, -cosine[members], group_start))  # each rule's members, best first
     return members[ranked[np.arange(total) - group_start < k]]
 
 
 def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
-    """The same ids as :func:`top_k`, ascending instead of best first (no sort: candidates are a set)."""
+    """Ids of the ``k`` best positive scores, ascending; ties at the k-th score go to the lowest ids.
+
+    Candidates are a set, so nothing is sorted: a partition finds the k-th score.
+    """
     nonzero = (scores > 0).nonzero()[0]
     if len(nonzero) <= k:
         return nonzero
