@@ -175,3 +175,29 @@ def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
     assert corpus["cold"]["query_process_imports"] == []
     assert {t["status"] for t in results["targets"]} <= {"pass", "MISS", "not run"}
     assert "TARGETS" in done.stdout and str(out) in done.stdout
+
+
+def _git_checkout() -> bool:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _git_checkout(), reason="bench.compare reads the old reader from git; not a git checkout")
+def test_compare_runs_a_committed_reader_beside_the_working_tree(bundled_index: Path) -> None:
+    from bench.compare import compare
+
+    clean = subprocess.run(["git", "status", "--porcelain", "reader"], cwd=REPO, capture_output=True, text=True)
+    [row] = compare("HEAD", [bundled_index], rounds=1, tasks=("Add user registration API endpoint", "Fix a flaky test"))
+    assert row["answers"] == 2 and row["old_ms"] > 0 and row["new_ms"] > 0
+    if not clean.stdout.strip():  # same code on both sides: every answer must match
+        assert row["differ"] == 0
+
+
+def test_compare_names_a_ref_git_does_not_know(bundled_index: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.compare", "no-such-ref-xyz", str(bundled_index), "--rounds", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "no-such-ref-xyz" in result.stderr
