@@ -298,7 +298,7 @@ def infer_context(text: str, *, rule_level: bool = False) -> Context:
     least half the evidence of the best one, so a React file is *1-Presentation* even though it
     mentions a test or two.
     """
-    found = detect(_RULE_WORDS.sub(" ", text))
+    found = detect(_RULE_WORDS.sub(" ", text), task_model=False)
     layer_scores = {k: v for k, v in found.layer_scores.items() if k != ANY_LAYER}
     if rule_level:
         layers = _top(layer_scores, LAYERS, 0.5, 3)
