@@ -228,9 +228,10 @@ MIN_TOPIC_SCORE = 1.0
 _LEARNT_WEIGHT = 0.5
 _VECTOR_WEIGHT = 4.0
 _MODEL_WEIGHT = 8.0
-"""Weight of the trained layer model's probabilities (reader/layer_model.py), on the dictionaries'
-scale. Chosen on the even lines of both labeled sets (8 and 12 tied; the smaller won); layer
-accuracy 0.676 -> 0.727 (bundled) and 0.703 -> 0.761 (Cursor corpus), nDCG@10 within 0.001."""
+"""Weight of the trained layer model's evidence (probability above an even split,
+reader/layer_model.py), on the dictionaries' scale. Chosen on the even lines of both labeled sets
+(8 and 12 tied; the smaller won); layer accuracy 0.676 -> 0.727 (bundled) and 0.703 -> 0.754
+(Cursor corpus), nDCG@10 within 0.001."""
 
 
 def _stems(text: str) -> frozenset[str]:
@@ -385,8 +386,8 @@ def detect(
     raw, term_set = task_terms(text)
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
     if task_model:
-        for name, p in shipped_model().probabilities(term_set).items():
-            layer_scores[name] += _MODEL_WEIGHT * p
+        for name, gain in shipped_model().evidence(term_set).items():
+            layer_scores[name] += _MODEL_WEIGHT * gain
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))

@@ -48,6 +48,15 @@ class LayerModel:
         total = sum(exps)
         return {name: e / total for name, e in zip(self.layers, exps, strict=True)}
 
+    def evidence(self, terms: Iterable[str]) -> dict[str, float]:
+        """How far each layer's probability rises above an even split (0 for the others).
+
+        Detection adds this, not the probability: a task with no telling word ("make it better")
+        has near-even probabilities and must not get a layer from the model's prior alone.
+        """
+        even = 1.0 / len(self.layers)
+        return {name: max(0.0, p - even) for name, p in self.probabilities(terms).items()}
+
     def to_json(self) -> dict[str, Any]:
         """The shipped file's shape (terms sorted, so the file is reproducible)."""
         return {

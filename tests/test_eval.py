@@ -78,4 +78,4 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
         report = evaluate(index, load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl"))
     assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"], "measured 0.852 vs 0.844 (docs/relevance.md)"
     assert report["ruledex"]["mrr"] >= 0.87, "measured 0.898 (docs/relevance.md)"
-    assert report["layerAccuracy"] >= 0.72, "measured 0.761 (docs/relevance.md)"
+    assert report["layerAccuracy"] >= 0.72, "measured 0.754 (docs/relevance.md)"
