@@ -1,0 +1,200 @@
+"""Train the reader's task model (``reader/data/task_model.json``) from labeled tasks.
+
+Maintainers run it after editing ``builder/data/tasks.jsonl``::
+
+    python -m ruledex.builder.task_training            # retrain and write the model
+    python -m ruledex.builder.task_training --check    # exit 1 if the shipped model is stale
+
+Training is deterministic (full-batch gradient descent from zeros, fixed steps, rounded weights),
+so the same tasks always give a byte-identical file. The tasks were written for training only;
+no task of ``ruledex eval``'s labeled sets is in them, so those sets stay a held-out measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ruledex.reader.detect import task_terms
+from ruledex.reader.task_model import MODEL_FILE, TaskModel, TermWeights
+from ruledex.reader.vocab import ANY_LAYER, LAYERS, TOPICS
+
+TASKS_FILE = Path(__file__).with_name("data") / "tasks.jsonl"
+
+MODEL_LAYERS = tuple(name for name in LAYERS if name != ANY_LAYER)
+"""A task is always about one concrete layer; ``*`` is for rules, not tasks."""
+
+MAX_TOPICS = 3
+
+
+@dataclass(frozen=True)
+class LabeledTask:
+    """One training task: its text, its layer and its one to three topics."""
+
+    task: str
+    layer: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """The training settings; the defaults are the ones the shipped model was trained with."""
+
+    l2: float = 0.005
+    """L2 penalty per weight, scaled by the number of tasks (keeps rare terms' weights small);
+    chosen by leave-one-batch-out layer accuracy on the training tasks."""
+    steps: int = 600
+    learning_rate: float = 2.0
+    min_count: int = 2
+    """Terms seen in fewer tasks than this get no weight (one task is not evidence)."""
+    decimals: int = 3
+
+
+def load_tasks(path: Path) -> list[LabeledTask]:
+    """Labeled tasks from a JSONL file; raises ValueError naming the file and line at fault."""
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path}:{number}: not JSON ({exc.msg}); each line is one {{task, layer, topics}} object"
+            ) from exc
+        row = row if isinstance(row, dict) else {}
+        task, layer, topics = row.get("task"), row.get("layer"), row.get("topics")
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError(f"{path}:{number}: 'task' must be a non-empty string")
+        if layer not in MODEL_LAYERS:
+            raise ValueError(f"{path}:{number}: 'layer' is {layer!r}; use one of {', '.join(MODEL_LAYERS)}")
+        if not isinstance(topics, list) or not 1 <= len(topics) <= MAX_TOPICS or any(t not in TOPICS for t in topics):
+            raise ValueError(f"{path}:{number}: 'topics' is {topics!r}; give 1 to {MAX_TOPICS} of {', '.join(TOPICS)}")
+        out.append(LabeledTask(task, layer, tuple(topics)))
+    if not out:
+        raise ValueError(f"{path}: no tasks")
+    return out
+
+
+def _fit(x: np.ndarray, y: np.ndarray, options: TrainingOptions, *, softmax: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Full-batch gradient descent from zeros on cross-entropy (softmax) or per-class logistic loss."""
+    w = np.zeros((x.shape[1], y.shape[1]))
+    b = np.zeros(y.shape[1])
+    n = len(x)
+    for _ in range(options.steps):
+        logits = x @ w + b
+        if softmax:
+            logits -= logits.max(axis=1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(axis=1, keepdims=True)
+        else:
+            p = 1.0 / (1.0 + np.exp(-logits))
+        grad = (p - y) / n
+        w -= options.learning_rate * (x.T @ grad + options.l2 * w)
+        b -= options.learning_rate * grad.sum(axis=0)
+    return np.round(w, options.decimals), np.round(b, options.decimals)
+
+
+def _term_weights(classes: tuple[str, ...], vocab: list[str], w: np.ndarray, b: np.ndarray) -> TermWeights:
+    weights = {t: tuple(float(v) for v in w[i]) for i, t in enumerate(vocab) if np.any(w[i])}
+    return TermWeights(classes, tuple(float(v) for v in b), weights)
+
+
+def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()) -> TaskModel:
+    """Fit the layer and topic models over binary term features (pure: same tasks, same model)."""
+    term_sets = [task_terms(t.task)[1] for t in tasks]
+    counts: dict[str, int] = {}
+    for terms in term_sets:
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+    vocab = sorted(t for t, c in counts.items() if c >= options.min_count)
+    column = {t: i for i, t in enumerate(vocab)}
+    x = np.zeros((len(tasks), len(vocab)), np.float64)
+    for row, terms in enumerate(term_sets):
+        x[row, [column[t] for t in terms if t in column]] = 1.0
+    layers = np.zeros((len(tasks), len(MODEL_LAYERS)))
+    layers[np.arange(len(tasks)), [MODEL_LAYERS.index(t.layer) for t in tasks]] = 1.0
+    topics = np.zeros((len(tasks), len(TOPICS)))
+    for row, t in enumerate(tasks):
+        topics[row, [TOPICS.index(name) for name in t.topics]] = 1.0
+    return TaskModel(
+        _term_weights(MODEL_LAYERS, vocab, *_fit(x, layers, options, softmax=True)),
+        _term_weights(TOPICS, vocab, *_fit(x, topics, options, softmax=False)),
+    )
+
+
+def layer_accuracy(model: TaskModel, tasks: list[LabeledTask]) -> float:
+    """Share of tasks whose most probable layer is the labeled one."""
+    hits = 0
+    for t in tasks:
+        probs = model.layer_probabilities(task_terms(t.task)[1])
+        hits += max(probs, key=probs.__getitem__) == t.layer
+    return hits / len(tasks) if tasks else 0.0
+
+
+def topic_f1(model: TaskModel, tasks: list[LabeledTask]) -> float:
+    """Mean F1 of the topics the model gives at least even odds against the labeled ones."""
+    total = 0.0
+    for t in tasks:
+        got = {k for k, p in model.topic_probabilities(task_terms(t.task)[1]).items() if p >= 0.5}
+        hits = len(got & set(t.topics))
+        total += 2 * hits / (len(got) + len(t.topics)) if got or t.topics else 1.0
+    return total / len(tasks) if tasks else 0.0
+
+
+def render(model: TaskModel) -> str:
+    """The model file's text: stable key order, one term per line for readable diffs."""
+
+    def part(scorer: TermWeights) -> str:
+        data = scorer.to_json()
+        rows = ",\n".join(f"      {json.dumps(t)}: {json.dumps(r)}" for t, r in data["weights"].items())
+        return (
+            "{\n"
+            f'    "classes": {json.dumps(data["classes"])},\n'
+            f'    "bias": {json.dumps(data["bias"])},\n'
+            f'    "weights": {{\n{rows}\n    }}\n'
+            "  }"
+        )
+
+    return f'{{\n  "format": {model.to_json()["format"]},\n  "layers": {part(model.layers)},\n  "topics": {part(model.topics)}\n}}\n'
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Retrain the shipped task model, or check that it is up to date (exit 1 if stale)."""
+    parser = argparse.ArgumentParser(prog="python -m ruledex.builder.task_training", description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=Path, default=TASKS_FILE, help="labeled tasks, JSONL {task, layer, topics}")
+    parser.add_argument("--out", type=Path, default=MODEL_FILE, help="where to write the model")
+    parser.add_argument("--check", action="store_true", help="only compare with --out; exit 1 if it differs")
+    args = parser.parse_args(argv)
+    try:
+        tasks = load_tasks(args.tasks)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    model = train(tasks)
+    text = render(model)
+    if args.check:
+        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+        if current != text:
+            print(f"{args.out} is stale: run python -m ruledex.builder.task_training", file=sys.stderr)
+            return 1
+        print(f"{args.out} matches {args.tasks} ({len(tasks)} tasks)")
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(args.out)
+    print(
+        f"wrote {args.out}: {len(model.layers.weights)} terms from {len(tasks)} tasks; on them, layer accuracy "
+        f"{layer_accuracy(model, tasks):.3f}, topic F1 {topic_f1(model, tasks):.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
