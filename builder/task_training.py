@@ -21,13 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from ruledex.reader.detect import task_terms
+from ruledex.reader.evaluate import topic_f1 as _topic_f1
 from ruledex.reader.task_model import MODEL_FILE, TaskModel, TermWeights
-from ruledex.reader.vocab import ANY_LAYER, LAYERS, TOPICS
+from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
 TASKS_FILE = Path(__file__).with_name("data") / "tasks.jsonl"
-
-MODEL_LAYERS = tuple(name for name in LAYERS if name != ANY_LAYER)
-"""A task is always about one concrete layer; ``*`` is for rules, not tasks."""
 
 MAX_TOPICS = 3
 
@@ -71,8 +69,8 @@ def load_tasks(path: Path) -> list[LabeledTask]:
         task, layer, topics = row.get("task"), row.get("layer"), row.get("topics")
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"{path}:{number}: 'task' must be a non-empty string")
-        if layer not in MODEL_LAYERS:
-            raise ValueError(f"{path}:{number}: 'layer' is {layer!r}; use one of {', '.join(MODEL_LAYERS)}")
+        if layer not in TASK_LAYERS:
+            raise ValueError(f"{path}:{number}: 'layer' is {layer!r}; use one of {', '.join(TASK_LAYERS)}")
         if not isinstance(topics, list) or not 1 <= len(topics) <= MAX_TOPICS or any(t not in TOPICS for t in topics):
             raise ValueError(f"{path}:{number}: 'topics' is {topics!r}; give 1 to {MAX_TOPICS} of {', '.join(TOPICS)}")
         out.append(LabeledTask(task, layer, tuple(topics)))
@@ -117,13 +115,13 @@ def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()
     x = np.zeros((len(tasks), len(vocab)), np.float64)
     for row, terms in enumerate(term_sets):
         x[row, [column[t] for t in terms if t in column]] = 1.0
-    layers = np.zeros((len(tasks), len(MODEL_LAYERS)))
-    layers[np.arange(len(tasks)), [MODEL_LAYERS.index(t.layer) for t in tasks]] = 1.0
+    layers = np.zeros((len(tasks), len(TASK_LAYERS)))
+    layers[np.arange(len(tasks)), [TASK_LAYERS.index(t.layer) for t in tasks]] = 1.0
     topics = np.zeros((len(tasks), len(TOPICS)))
     for row, t in enumerate(tasks):
         topics[row, [TOPICS.index(name) for name in t.topics]] = 1.0
     return TaskModel(
-        _term_weights(MODEL_LAYERS, vocab, *_fit(x, layers, options, softmax=True)),
+        _term_weights(TASK_LAYERS, vocab, *_fit(x, layers, options, softmax=True)),
         _term_weights(TOPICS, vocab, *_fit(x, topics, options, softmax=False)),
     )
 
@@ -141,9 +139,8 @@ def topic_f1(model: TaskModel, tasks: list[LabeledTask]) -> float:
     """Mean F1 of the topics the model gives at least even odds against the labeled ones."""
     total = 0.0
     for t in tasks:
-        got = {k for k, p in model.topic_probabilities(task_terms(t.task)[1]).items() if p >= 0.5}
-        hits = len(got & set(t.topics))
-        total += 2 * hits / (len(got) + len(t.topics)) if got or t.topics else 1.0
+        got = [k for k, p in model.topic_probabilities(task_terms(t.task)[1]).items() if p >= 0.5]
+        total += _topic_f1(got, t.topics)
     return total / len(tasks) if tasks else 0.0
 
 

@@ -54,7 +54,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from .detect import Detection
-from .vocab import ANY_LAYER, LAYER_HINTS, LAYERS, TOPICS
+from .vocab import ANY_LAYER, LAYER_HINTS, TASK_LAYERS, TOPICS
 
 log = logging.getLogger("ruledex.llm")
 
@@ -84,7 +84,6 @@ MAX_TOPICS = 4
 MAX_TECHNOLOGIES = 8
 MAX_TECHNOLOGY_CHARS = 40
 
-TASK_LAYERS: tuple[str, ...] = tuple(name for name in LAYERS if name != ANY_LAYER)
 """Layers a task can be in; ``*`` marks rules for every layer, it is no answer to "which layer"."""
 
 OLLAMA_PATH = "/api/generate"

@@ -20,7 +20,7 @@ import functools
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,11 @@ class TaskModel:
 
     layers: TermWeights
     topics: TermWeights
+    _topic_base_rates: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Derive each topic's base rate (its probability with no known term) once, not per query."""
+        object.__setattr__(self, "_topic_base_rates", tuple(_sigmoid(b) for b in self.topics.bias))
 
     def layer_probabilities(self, terms: Iterable[str]) -> dict[str, float]:
         """P(layer | terms), summing to 1 over the layers."""
@@ -84,10 +89,10 @@ class TaskModel:
 
     def topic_evidence(self, terms: Iterable[str]) -> dict[str, float]:
         """How far each topic's probability rises above its base rate (0 for the others)."""
-        probs = self.topic_probabilities(terms)
+        logits = self.topics.logits(terms)
         return {
-            name: max(0.0, probs[name] - _sigmoid(b))
-            for name, b in zip(self.topics.classes, self.topics.bias, strict=True)
+            name: max(0.0, _sigmoid(z) - base)
+            for name, z, base in zip(self.topics.classes, logits, self._topic_base_rates, strict=True)
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -20,6 +20,9 @@ LAYERS: tuple[str, ...] = (
 
 ANY_LAYER = "*"
 
+TASK_LAYERS: tuple[str, ...] = tuple(name for name in LAYERS if name != ANY_LAYER)
+"""The layers a task can be about: ``*`` is for rules that apply everywhere, never a task's layer."""
+
 LAYER_HINTS: dict[str, str] = {
     "1-Presentation": "UI, components, pages, CSS, client-side state, accessibility",
     "2-Application": "use cases, services, controllers, API handlers, orchestration",

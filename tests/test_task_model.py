@@ -14,7 +14,7 @@ from ruledex.builder.infer import infer_context
 from ruledex.reader.detect import detect
 from ruledex.reader.task_model import MODEL_FILE, from_json, shipped_model
 from ruledex.reader.text import keywords
-from ruledex.reader.vocab import TOPICS
+from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
 from .conftest import REPO
 
@@ -23,14 +23,14 @@ def test_shipped_model_is_the_one_its_tasks_train(capsys: pytest.CaptureFixture[
     """Editing builder/data/tasks.jsonl without retraining fails here (training is deterministic)."""
     assert tt.main(["--check"]) == 0, capsys.readouterr().err
     model = shipped_model()
-    assert model.layers.classes == tt.MODEL_LAYERS and len(model.layers.weights) > 1000
+    assert model.layers.classes == TASK_LAYERS and len(model.layers.weights) > 1000
     assert model.topics.classes == TOPICS and model.topics.weights.keys() == model.layers.weights.keys()
 
 
 def test_training_tasks_are_balanced_and_are_not_evaluation_tasks() -> None:
     """`ruledex eval`'s labeled sets stay held out: no training task shares most of its words with one."""
     tasks = tt.load_tasks(tt.TASKS_FILE)
-    per_layer = {layer: sum(1 for t in tasks if t.layer == layer) for layer in tt.MODEL_LAYERS}
+    per_layer = {layer: sum(1 for t in tasks if t.layer == layer) for layer in TASK_LAYERS}
     assert min(per_layer.values()) >= 250, per_layer
     per_topic = {topic: sum(1 for t in tasks if topic in t.topics) for topic in TOPICS}
     assert min(per_topic.values()) >= 30, per_topic
@@ -130,7 +130,7 @@ def test_cli_writes_a_model_and_check_catches_a_stale_one(tmp_path: Path, capsys
     out = tmp_path / "model.json"
     assert tt.main(["--tasks", str(tasks), "--out", str(out)]) == 0
     loaded = from_json(json.loads(out.read_text()), str(out))
-    assert loaded.layers.classes == tt.MODEL_LAYERS and loaded.topics.classes == TOPICS
+    assert loaded.layers.classes == TASK_LAYERS and loaded.topics.classes == TOPICS
     assert tt.main(["--tasks", str(tasks), "--out", str(out), "--check"]) == 0
     out.write_text(out.read_text().replace('"format": 1', '"format": 1 '))
     assert tt.main(["--tasks", str(tasks), "--out", str(out), "--check"]) == 1
