@@ -79,13 +79,65 @@ def load_tasks(path: Path) -> list[LabeledTask]:
     return out
 
 
-def _fit(x: np.ndarray, y: np.ndarray, options: TrainingOptions, *, softmax: bool) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Features:
+    """Binary term features stored sparsely: the term columns of each task, task by task.
+
+    A task has a dozen terms out of thousands, so the products with the weights are gathers and
+    segment sums: sums in a fixed order, the same on every machine (a dense BLAS product is not),
+    and far faster than a dense matrix.
+    """
+
+    columns: np.ndarray
+    """Every task's term columns, task by task."""
+    row_starts: np.ndarray
+    """Where each task that has a term starts in ``columns``."""
+    rows_with_terms: np.ndarray
+    by_column: np.ndarray
+    """Positions of ``columns`` sorted by column (stable), for the transposed product."""
+    row_by_column: np.ndarray
+    """The task of each position of ``by_column``."""
+    column_starts: np.ndarray
+    n_rows: int
+
+    @classmethod
+    def from_rows(cls, rows: list[list[int]]) -> _Features:
+        """Features from each task's term columns."""
+        lengths = np.array([len(r) for r in rows], np.int64)
+        columns = np.array([c for r in rows for c in r], np.int64)
+        starts = np.cumsum(lengths) - lengths
+        by_column = np.argsort(columns, kind="stable")
+        ordered = columns[by_column]
+        column_starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else ordered
+        row_of = np.repeat(np.arange(len(rows)), lengths)
+        nonempty = lengths > 0
+        return cls(
+            columns, starts[nonempty], np.flatnonzero(nonempty), by_column, row_of[by_column], column_starts, len(rows)
+        )
+
+    def times(self, w: np.ndarray) -> np.ndarray:
+        """X @ w."""
+        out = np.zeros((self.n_rows, w.shape[1]))
+        if len(self.columns):
+            out[self.rows_with_terms] = np.add.reduceat(w[self.columns], self.row_starts, axis=0)
+        return out
+
+    def transposed_times(self, g: np.ndarray) -> np.ndarray:
+        """X.T @ g, one row per column (every column occurs: the vocabulary comes from these tasks)."""
+        if not len(self.columns):
+            return np.zeros((0, g.shape[1]))
+        return np.add.reduceat(g[self.row_by_column], self.column_starts, axis=0)
+
+
+def _fit(
+    x: _Features, n_columns: int, y: np.ndarray, options: TrainingOptions, *, softmax: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Full-batch gradient descent from zeros on cross-entropy (softmax) or per-class logistic loss."""
-    w = np.zeros((x.shape[1], y.shape[1]))
+    w = np.zeros((n_columns, y.shape[1]))
     b = np.zeros(y.shape[1])
-    n = len(x)
+    n = x.n_rows
     for _ in range(options.steps):
-        logits = x @ w + b
+        logits = x.times(w) + b
         if softmax:
             logits -= logits.max(axis=1, keepdims=True)
             p = np.exp(logits)
@@ -93,7 +145,7 @@ def _fit(x: np.ndarray, y: np.ndarray, options: TrainingOptions, *, softmax: boo
         else:
             p = 1.0 / (1.0 + np.exp(-logits))
         grad = (p - y) / n
-        w -= options.learning_rate * (x.T @ grad + options.l2 * w)
+        w -= options.learning_rate * (x.transposed_times(grad) + options.l2 * w)
         b -= options.learning_rate * grad.sum(axis=0)
     return np.round(w, options.decimals), np.round(b, options.decimals)
 
@@ -112,17 +164,15 @@ def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()
             counts[term] = counts.get(term, 0) + 1
     vocab = sorted(t for t, c in counts.items() if c >= options.min_count)
     column = {t: i for i, t in enumerate(vocab)}
-    x = np.zeros((len(tasks), len(vocab)), np.float64)
-    for row, terms in enumerate(term_sets):
-        x[row, [column[t] for t in terms if t in column]] = 1.0
+    x = _Features.from_rows([sorted(column[t] for t in terms if t in column) for terms in term_sets])
     layers = np.zeros((len(tasks), len(TASK_LAYERS)))
     layers[np.arange(len(tasks)), [TASK_LAYERS.index(t.layer) for t in tasks]] = 1.0
     topics = np.zeros((len(tasks), len(TOPICS)))
     for row, t in enumerate(tasks):
         topics[row, [TOPICS.index(name) for name in t.topics]] = 1.0
     return TaskModel(
-        _term_weights(TASK_LAYERS, vocab, *_fit(x, layers, options, softmax=True)),
-        _term_weights(TOPICS, vocab, *_fit(x, topics, options, softmax=False)),
+        _term_weights(TASK_LAYERS, vocab, *_fit(x, len(vocab), layers, options, softmax=True)),
+        _term_weights(TOPICS, vocab, *_fit(x, len(vocab), topics, options, softmax=False)),
     )
 
 
