@@ -20,8 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ruledex.reader.detect import task_terms
+from ruledex.reader.detect import MODEL_WEIGHT, task_terms
+from ruledex.reader.errors import RuledexError
 from ruledex.reader.evaluate import topic_f1 as _topic_f1
+from ruledex.reader.index import Index
+from ruledex.reader.query import detect_in_index, first_pass
 from ruledex.reader.task_model import MODEL_FILE, TaskModel, TermWeights
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
@@ -37,6 +40,8 @@ class LabeledTask:
     task: str
     layer: str
     topics: tuple[str, ...]
+    batch: str = ""
+    """Which written batch the task came from (optional): ``--held-out`` holds out one batch at a time."""
 
 
 @dataclass(frozen=True)
@@ -66,14 +71,18 @@ def load_tasks(path: Path) -> list[LabeledTask]:
                 f"{path}:{number}: not JSON ({exc.msg}); each line is one {{task, layer, topics}} object"
             ) from exc
         row = row if isinstance(row, dict) else {}
-        task, layer, topics = row.get("task"), row.get("layer"), row.get("topics")
+        task, layer, topics, batch = row.get("task"), row.get("layer"), row.get("topics"), row.get("batch", "")
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"{path}:{number}: 'task' must be a non-empty string")
         if layer not in TASK_LAYERS:
             raise ValueError(f"{path}:{number}: 'layer' is {layer!r}; use one of {', '.join(TASK_LAYERS)}")
         if not isinstance(topics, list) or not 1 <= len(topics) <= MAX_TOPICS or any(t not in TOPICS for t in topics):
             raise ValueError(f"{path}:{number}: 'topics' is {topics!r}; give 1 to {MAX_TOPICS} of {', '.join(TOPICS)}")
-        out.append(LabeledTask(task, layer, tuple(topics)))
+        if not isinstance(batch, str):
+            raise ValueError(
+                f"{path}:{number}: 'batch' is {batch!r}; give the batch's name as a string, or leave it out"
+            )
+        out.append(LabeledTask(task, layer, tuple(topics), batch))
     if not out:
         raise ValueError(f"{path}: no tasks")
     return out
@@ -194,6 +203,69 @@ def topic_f1(model: TaskModel, tasks: list[LabeledTask]) -> float:
     return total / len(tasks) if tasks else 0.0
 
 
+@dataclass(frozen=True)
+class HeldOutRow:
+    """Layer accuracy on one batch of tasks, by a model trained on every other task."""
+
+    batch: str
+    tasks: int
+    model_alone: float
+    detection: dict[tuple[str, float], float]
+    """(index name, layer model weight) -> accuracy of the whole detector, as queries run it."""
+
+
+def held_out(
+    tasks: list[LabeledTask],
+    indexes: dict[str, Index],
+    weights: tuple[float, ...],
+    options: TrainingOptions = TrainingOptions(),
+) -> list[HeldOutRow]:
+    """Leave one named batch out at a time: how well detection places tasks of a kind it never saw.
+
+    For each batch, a model is trained on all the other tasks; the row gives its own layer accuracy
+    on the batch and, on each index, the accuracy of the full detector (dictionaries, the index's
+    learnt tables and prototypes, retrieval feedback, and this model at each weight).
+    """
+    rows = []
+    for batch in sorted({t.batch for t in tasks if t.batch}):
+        held = [t for t in tasks if t.batch == batch]
+        model = train([t for t in tasks if t.batch != batch], options)
+        detection: dict[tuple[str, float], float] = {}
+        for name, index in indexes.items():
+            passes = [(t, first_pass(index, t.task)) for t in held]
+            for weight in weights:
+                hits = sum(
+                    detect_in_index(
+                        index, t.task, None, p.vector, p.votes(index), task_model=model, model_weight=weight
+                    ).layer
+                    == t.layer
+                    for t, p in passes
+                )
+                detection[(name, weight)] = hits / len(held)
+        rows.append(HeldOutRow(batch, len(held), layer_accuracy(model, held), detection))
+    return rows
+
+
+def format_held_out(rows: list[HeldOutRow]) -> str:
+    """The held-out table: one row per batch and a weighted mean."""
+    keys = list(rows[0].detection) if rows else []
+    head = ["batch", "tasks", "model alone", *(f"{name} w={weight:g}" for name, weight in keys)]
+    total = sum(r.tasks for r in rows) or 1
+    body = [[r.batch, str(r.tasks), f"{r.model_alone:.3f}", *(f"{r.detection[k]:.3f}" for k in keys)] for r in rows]
+    body.append(
+        [
+            "all",
+            str(total),
+            f"{sum(r.model_alone * r.tasks for r in rows) / total:.3f}",
+            *(f"{sum(r.detection[k] * r.tasks for r in rows) / total:.3f}" for k in keys),
+        ]
+    )
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]
+    )
+
+
 def render(model: TaskModel) -> str:
     """The model file's text: stable key order, one term per line for readable diffs."""
 
@@ -217,12 +289,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=Path, default=TASKS_FILE, help="labeled tasks, JSONL {task, layer, topics}")
     parser.add_argument("--out", type=Path, default=MODEL_FILE, help="where to write the model")
     parser.add_argument("--check", action="store_true", help="only compare with --out; exit 1 if it differs")
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="write nothing: for each named batch, train on the other tasks and print layer accuracy on it",
+    )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=[],
+        help="with --held-out: also measure the whole detector on this index (repeatable)",
+    )
+    parser.add_argument(
+        "--weights",
+        default=str(MODEL_WEIGHT),
+        help="with --held-out --index: layer model weights to compare, comma-separated (default: the shipped one)",
+    )
     args = parser.parse_args(argv)
     try:
         tasks = load_tasks(args.tasks)
-    except (OSError, ValueError) as exc:
+        weights = tuple(float(w) for w in args.weights.split(","))
+        indexes = {path.name: Index(path) for path in args.index}
+    except (OSError, ValueError, RuledexError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.held_out:
+        if not any(t.batch for t in tasks):
+            print(f"error: {args.tasks}: no task names its 'batch', so there is nothing to hold out", file=sys.stderr)
+            return 2
+        print(format_held_out(held_out(tasks, indexes, weights)))
+        return 0
     model = train(tasks)
     text = render(model)
     if args.check:

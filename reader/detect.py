@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .task_model import shipped_model
+from .task_model import TaskModel, shipped_model
 from .text import keywords, stem, words
 from .vocab import LAYERS, TOPICS
 
@@ -227,12 +227,12 @@ MIN_LAYER_SCORE = 1.0
 MIN_TOPIC_SCORE = 1.0
 _LEARNT_WEIGHT = 0.5
 _VECTOR_WEIGHT = 4.0
-_MODEL_WEIGHT = 8.0
+MODEL_WEIGHT = 8.0
 """Weight of the trained layer model's evidence (probability above an even split,
 reader/task_model.py), on the dictionaries' scale. Chosen on the even lines of both labeled sets
 (8 and 12 tied; the smaller won); layer accuracy 0.676 -> 0.727 (bundled) and 0.703 -> 0.754
 (Cursor corpus), nDCG@10 within 0.001."""
-_TOPIC_MODEL_WEIGHT = 8.0
+TOPIC_MODEL_WEIGHT = 8.0
 """Weight of the trained topic model's evidence (probability above the topic's base rate). Chosen
 on the even lines: the largest weight whose nDCG@10 stays within 0.001 of none (4, 8; 12 lost
 0.004); topic F1 0.426 -> 0.479 (bundled) and 0.380 -> 0.426 (corpus), nDCG@10 0.817 -> 0.826."""
@@ -378,24 +378,28 @@ def detect(
     topic_vectors: np.ndarray | None = None,
     learnt: dict[str, dict[str, Collection[str]]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
-    task_model: bool = True,
+    task_model: TaskModel | bool = True,
+    model_weight: float | None = None,
 ) -> Detection:
     """Detect context from task text, optionally helped by an index's tables (pure function).
 
     ``feedback`` holds (layer votes, topic votes) from the directives that best match the task
     (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live.
-    ``task_model`` adds the trained layer and topic models, which learnt from tasks; the builder
-    turns it off to place rule text, which the models never saw.
+    ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
+    ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
+    it off to place rule text, which the models never saw. ``model_weight`` overrides the layer
+    model's weight (for the same measurements).
     """
     raw, term_set = task_terms(text)
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     if task_model:
-        model = shipped_model()
+        model = shipped_model() if task_model is True else task_model
+        layer_weight = MODEL_WEIGHT if model_weight is None else model_weight
         for name, gain in model.layer_evidence(term_set).items():
-            layer_scores[name] += _MODEL_WEIGHT * gain
+            layer_scores[name] += layer_weight * gain
         for name, gain in model.topic_evidence(term_set).items():
-            topic_scores[name] += _TOPIC_MODEL_WEIGHT * gain
+            topic_scores[name] += TOPIC_MODEL_WEIGHT * gain
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))

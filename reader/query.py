@@ -23,6 +23,7 @@ from .rank import DEFAULT_WEIGHTS, RankWeights, diverse_head, near_duplicates, o
 from .records import RuleRecord
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
+from .task_model import TaskModel
 from .text import keywords
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, TOPICS, names_from_mask
 
@@ -173,8 +174,14 @@ def detect_in_index(
     query_vector: np.ndarray | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
     llm_answer: LLMAnswer | None = None,
+    *,
+    task_model: TaskModel | bool = True,
+    model_weight: float | None = None,
 ) -> Detection:
-    """Run detection with the index's learnt tables, retrieval feedback and a local model's answer."""
+    """Run detection with the index's learnt tables, retrieval feedback and a local model's answer.
+
+    ``task_model`` and ``model_weight`` are :func:`detect`'s, for measuring a retrained task model.
+    """
     if query_vector is None and index.n_directives:
         query_vector = index.encoder.encode_one(text)
     if feedback is None and index.n_directives:
@@ -188,6 +195,8 @@ def detect_in_index(
         topic_vectors=index.topic_vectors,
         learnt=index.detect_terms if index.n_directives else None,
         feedback=feedback,
+        task_model=task_model,
+        model_weight=model_weight,
     )
     return merge(found, llm_answer)
 
@@ -242,19 +251,11 @@ def rank_task(
     timings: dict[str, float] = {}
     notes: list[str] = []
     t0 = time.perf_counter()
-    qvec = index.encoder.encode_one(task)
-    own = keywords(task)
-    terms = expand(own)
-    n_own = len(dict.fromkeys(own))
-    term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
-    got = retrieve(index, terms, term_weights, qvec)
-    scoped = matching_rules(index.glob_rules, list(opts.files)) if opts.files else set()
-    always = index.always_apply_rules
-    got = _with_rules(index, got, scoped | always, qvec)
+    first = first_pass(index, task, opts.files)
+    qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, first.always
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    votes = add_file_votes(feedback_votes(index, got), [index.rule(i) for i in sorted(scoped)])
-    det = detect_in_index(index, task, mode, qvec, feedback=votes, llm_answer=llm_answer)
+    det = detect_in_index(index, task, mode, qvec, feedback=first.votes(index), llm_answer=llm_answer)
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
@@ -319,6 +320,36 @@ def rank_task(
         )
     matched = sorted(index.rule(i).id for i in scoped)
     return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched)
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """A task's vector, search terms and candidates: what detection and ranking both start from."""
+
+    vector: np.ndarray
+    terms: list[str]
+    got: Retrieval
+    scoped: set[int]
+    """Rules tied by globs to the edited files."""
+    always: frozenset[int]
+    """Rules that always apply."""
+
+    def votes(self, index: Index) -> tuple[dict[str, float], dict[str, float]]:
+        """Layer and topic votes of the best candidates and of the rules tied to the edited files."""
+        return add_file_votes(feedback_votes(index, self.got), [index.rule(i) for i in sorted(self.scoped)])
+
+
+def first_pass(index: Index, task: str, files: tuple[str, ...] = ()) -> FirstPass:
+    """Encode the task and retrieve its candidates (the task's own words count double their synonyms)."""
+    qvec = index.encoder.encode_one(task)
+    own = keywords(task)
+    terms = expand(own)
+    n_own = len(dict.fromkeys(own))
+    term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
+    got = retrieve(index, terms, term_weights, qvec)
+    scoped = matching_rules(index.glob_rules, list(files)) if files else set()
+    always = index.always_apply_rules
+    return FirstPass(qvec, terms, _with_rules(index, got, scoped | always, qvec), scoped, always)
 
 
 def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ruledex.builder import task_training as tt
 from ruledex.builder.infer import infer_context
 from ruledex.reader.detect import detect
+from ruledex.reader.index import Index
 from ruledex.reader.task_model import MODEL_FILE, from_json, shipped_model
 from ruledex.reader.text import keywords
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
@@ -148,3 +150,83 @@ def test_a_malformed_model_is_refused_with_its_name() -> None:
         from_json({**good, "layers": {**good["layers"], "classes": ["UI"]}}, "m.json")
     with pytest.raises(ValueError, match="one per class"):
         from_json({**good, "topics": {**good["topics"], "weights": {"navbar": [1.0]}}}, "m.json")
+
+
+def test_sparse_training_is_the_dense_logistic_regression() -> None:
+    """The trainer's gathers and segment sums compute the documented full-batch gradient descent."""
+    rows = [[0, 2], [1], [], [0, 1, 2], [2], [1, 2]]
+    y = np.eye(3)[[0, 1, 2, 0, 2, 1]]
+    options = tt.TrainingOptions(steps=40, decimals=9)
+    x = np.zeros((len(rows), 3))
+    for r, cols in enumerate(rows):
+        x[r, cols] = 1.0
+    for softmax in (True, False):
+        w, b = np.zeros((3, 3)), np.zeros(3)
+        for _ in range(options.steps):
+            z = x @ w + b
+            p = np.exp(z - z.max(axis=1, keepdims=True)) if softmax else 1 / (1 + np.exp(-z))
+            p = p / p.sum(axis=1, keepdims=True) if softmax else p
+            grad = (p - y) / len(rows)
+            w -= options.learning_rate * (x.T @ grad + options.l2 * w)
+            b -= options.learning_rate * grad.sum(axis=0)
+        got_w, got_b = tt._fit(tt._Features.from_rows(rows), 3, y, options, softmax=softmax)
+        assert np.allclose(got_w, w, atol=1e-8) and np.allclose(got_b, b, atol=1e-8)
+
+
+def test_detection_can_use_a_retrained_model_at_another_weight() -> None:
+    tasks = [
+        _task("zorblax the quarterly frobnicator", "6-Docs", "documentation"),
+        _task("zorblax every frobnicator twice", "6-Docs", "documentation"),
+        _task("glimmer the widget palette", "1-Presentation", "frontend"),
+        _task("glimmer the widget spacing", "1-Presentation", "frontend"),
+    ] * 3
+    model = tt.train(tasks)
+    assert detect("zorblax it").layer is None
+    assert detect("zorblax it", task_model=model).layer == "6-Docs"
+    assert detect("zorblax it", task_model=model, model_weight=0.0).layer is None
+
+
+def _write_tasks(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
+    lines = [
+        {"task": t, "layer": layer, "topics": [topic], **({"batch": b} if b else {})} for t, layer, topic, b in rows
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_held_out_trains_without_each_batch_and_measures_it(
+    bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--held-out` measures how detection places a kind of task the model never saw."""
+    rows = [
+        ("restore the ledger table from backup", "4-Persistence", "database", ""),
+        ("the ledger backup job failed", "4-Persistence", "database", ""),
+        ("navbar overlaps the banner", "1-Presentation", "frontend", ""),
+        ("banner hides the navbar", "1-Presentation", "frontend", ""),
+        ("ledger backup is missing rows", "4-Persistence", "database", "ledgers"),
+        ("navbar banner flickers", "1-Presentation", "frontend", "ledgers"),
+        ("zorblax the frobnicator", "6-Docs", "documentation", "unknown-words"),
+    ]
+    tasks = tt.load_tasks(_write_tasks(Path(bundled_index).with_name("held.jsonl"), rows * 2))
+    assert {t.batch for t in tasks} == {"", "ledgers", "unknown-words"}
+    with Index(bundled_index) as index:
+        got = tt.held_out(tasks, {"bundled": index}, (4.0, 16.0))
+    assert [(r.batch, r.tasks) for r in got] == [("ledgers", 4), ("unknown-words", 2)]
+    assert got[0].model_alone == 1.0 and got[1].model_alone == 0.0  # words seen in training / never seen
+    assert set(got[0].detection) == {("bundled", 4.0), ("bundled", 16.0)}
+    assert all(0.0 <= v <= 1.0 for r in got for v in r.detection.values())
+    path = str(Path(bundled_index).with_name("held.jsonl"))
+    assert tt.main(["--tasks", path, "--held-out", "--index", str(bundled_index), "--weights", "8"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["batch", "tasks", "model", "alone", "bundled.ruledex", "w=8"]
+    assert table[-1].split()[:3] == ["all", "6", "0.667"]
+
+
+def test_held_out_needs_named_batches_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = _write_tasks(tmp_path / "tasks.jsonl", [("fix the navbar", "1-Presentation", "frontend", "")])
+    assert tt.main(["--tasks", str(plain), "--held-out"]) == 2
+    assert "no task names its 'batch'" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "x", "layer": "5-Tests", "topics": ["testing"], "batch": 3}\n')
+    with pytest.raises(ValueError, match=r"bad\.jsonl:1: 'batch' is 3; give the batch's name as a string"):
+        tt.load_tasks(bad)
