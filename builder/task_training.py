@@ -4,6 +4,8 @@ Maintainers run it after editing ``builder/data/tasks.jsonl``::
 
     python -m ruledex.builder.task_training            # retrain and write the model
     python -m ruledex.builder.task_training --check    # exit 1 if the shipped model is stale
+    python -m ruledex.builder.task_training --held-out --index dist/bundled.ruledex --weights 8,16
+                                                       # detection on each named batch, trained without it
 
 Training is deterministic (full-batch gradient descent from zeros, fixed steps, rounded weights),
 so the same tasks always give a byte-identical file. The tasks were written for training only;

@@ -9,8 +9,8 @@ tasks that is not any evaluation set (``builder/data/tasks.jsonl``, retrained wi
 one logistic regression per topic (a task has one to three). They do not depend on an index, so
 every index, old or new, gets them. Scoring is a sum of a few dozen small tuples.
 
-Detection adds *evidence*, not probabilities: how far a layer rises above an even split, or a
-topic above its base rate. A task with no telling word ("make it better") then gets nothing from
+Detection adds *evidence*, not probabilities: how far a layer or a topic rises above the model's
+own odds for a task with no known word (its prior, its base rate). A task with no telling word ("make it better") then gets nothing from
 the models' priors.
 """
 
@@ -54,6 +54,13 @@ class TermWeights:
         }
 
 
+def _softmax(logits: list[float]) -> list[float]:
+    peak = max(logits)
+    exps = [math.exp(v - peak) for v in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
@@ -64,24 +71,29 @@ class TaskModel:
 
     layers: TermWeights
     topics: TermWeights
+    _layer_priors: tuple[float, ...] = field(init=False, repr=False, compare=False)
     _topic_base_rates: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Derive each topic's base rate (its probability with no known term) once, not per query."""
+        """Derive each class's probability with no known term once, not per query."""
+        object.__setattr__(self, "_layer_priors", tuple(_softmax(list(self.layers.bias))))
         object.__setattr__(self, "_topic_base_rates", tuple(_sigmoid(b) for b in self.topics.bias))
 
     def layer_probabilities(self, terms: Iterable[str]) -> dict[str, float]:
         """P(layer | terms), summing to 1 over the layers."""
-        logits = self.layers.logits(terms)
-        peak = max(logits)
-        exps = [math.exp(v - peak) for v in logits]
-        total = sum(exps)
-        return {name: e / total for name, e in zip(self.layers.classes, exps, strict=True)}
+        return dict(zip(self.layers.classes, _softmax(self.layers.logits(terms)), strict=True))
 
     def layer_evidence(self, terms: Iterable[str]) -> dict[str, float]:
-        """How far each layer's probability rises above an even split (0 for the others)."""
-        even = 1.0 / len(self.layers.classes)
-        return {name: max(0.0, p - even) for name, p in self.layer_probabilities(terms).items()}
+        """How far each layer's probability rises above its prior (0 for the others).
+
+        The prior is the model's odds for a task with no known word: the training set's mix of
+        layers is not evidence about a task.
+        """
+        probs = _softmax(self.layers.logits(terms))
+        return {
+            name: max(0.0, p - prior)
+            for name, p, prior in zip(self.layers.classes, probs, self._layer_priors, strict=True)
+        }
 
     def topic_probabilities(self, terms: Iterable[str]) -> dict[str, float]:
         """P(topic applies | terms), each topic on its own."""

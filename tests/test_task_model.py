@@ -230,3 +230,11 @@ def test_held_out_needs_named_batches_and_says_so(tmp_path: Path, capsys: pytest
     bad.write_text('{"task": "x", "layer": "5-Tests", "topics": ["testing"], "batch": 3}\n')
     with pytest.raises(ValueError, match=r"bad\.jsonl:1: 'batch' is 3; give the batch's name as a string"):
         tt.load_tasks(bad)
+
+
+def test_layer_evidence_is_measured_from_the_models_prior() -> None:
+    """A training set with more tasks of one layer must not hand that layer to every vague task."""
+    model = shipped_model()
+    assert len(set(model.layers.bias)) > 1  # the layers' priors differ
+    assert all(gain == 0.0 for gain in model.layer_evidence([]).values())
+    assert all(gain == 0.0 for gain in model.layer_evidence(["no-such-term-anywhere"]).values())
