@@ -1,4 +1,4 @@
-"""Train the reader's task model (``reader/data/task_model.json``) from labeled tasks.
+"""Train the reader's task model (``reader/data/task_model.npz``) from labeled tasks.
 
 Maintainers run it after editing ``builder/data/tasks.jsonl``::
 
@@ -15,6 +15,7 @@ no task of ``ruledex eval``'s labeled sets is in them, so those sets stay a held
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ruledex.reader.errors import RuledexError
 from ruledex.reader.evaluate import topic_f1 as _topic_f1
 from ruledex.reader.index import Index
 from ruledex.reader.query import detect_in_index, first_pass
-from ruledex.reader.task_model import MODEL_FILE, TaskModel, TermWeights
+from ruledex.reader.task_model import MODEL_FILE, WEIGHT_DECIMALS, TaskModel, TermWeights, to_arrays
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
 TASKS_FILE = Path(__file__).with_name("data") / "tasks.jsonl"
@@ -57,7 +58,7 @@ class TrainingOptions:
     learning_rate: float = 2.0
     min_count: int = 2
     """Terms seen in fewer tasks than this get no weight (one task is not evidence)."""
-    decimals: int = 3
+    decimals: int = WEIGHT_DECIMALS
 
 
 def load_tasks(path: Path) -> list[LabeledTask]:
@@ -162,7 +163,7 @@ def _fit(
 
 
 def _term_weights(classes: tuple[str, ...], vocab: list[str], w: np.ndarray, b: np.ndarray) -> TermWeights:
-    weights = {t: tuple(float(v) for v in w[i]) for i, t in enumerate(vocab) if np.any(w[i])}
+    weights = {t: [float(v) for v in w[i]] for i, t in enumerate(vocab) if np.any(w[i])}
     return TermWeights(classes, tuple(float(v) for v in b), weights)
 
 
@@ -268,21 +269,11 @@ def format_held_out(rows: list[HeldOutRow]) -> str:
     )
 
 
-def render(model: TaskModel) -> str:
-    """The model file's text: stable key order, one term per line for readable diffs."""
-
-    def part(scorer: TermWeights) -> str:
-        data = scorer.to_json()
-        rows = ",\n".join(f"      {json.dumps(t)}: {json.dumps(r)}" for t, r in data["weights"].items())
-        return (
-            "{\n"
-            f'    "classes": {json.dumps(data["classes"])},\n'
-            f'    "bias": {json.dumps(data["bias"])},\n'
-            f'    "weights": {{\n{rows}\n    }}\n'
-            "  }"
-        )
-
-    return f'{{\n  "format": {model.to_json()["format"]},\n  "layers": {part(model.layers)},\n  "topics": {part(model.topics)}\n}}\n'
+def render(model: TaskModel) -> bytes:
+    """The model file's bytes: an uncompressed .npz, the same bytes for the same model on any machine."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **to_arrays(model))
+    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,17 +314,17 @@ def main(argv: list[str] | None = None) -> int:
         print(format_held_out(held_out(tasks, indexes, weights)))
         return 0
     model = train(tasks)
-    text = render(model)
+    data = render(model)
     if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-        if current != text:
+        current = args.out.read_bytes() if args.out.exists() else b""
+        if current != data:
             print(f"{args.out} is stale: run python -m ruledex.builder.task_training", file=sys.stderr)
             return 1
         print(f"{args.out} matches {args.tasks} ({len(tasks)} tasks)")
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     tmp.replace(args.out)
     print(
         f"wrote {args.out}: {len(model.layers.weights)} terms from {len(tasks)} tasks; on them, layer accuracy "

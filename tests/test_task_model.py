@@ -14,7 +14,7 @@ from ruledex.builder import task_training as tt
 from ruledex.builder.infer import infer_context
 from ruledex.reader.detect import detect
 from ruledex.reader.index import Index
-from ruledex.reader.task_model import MODEL_FILE, from_json, shipped_model
+from ruledex.reader.task_model import MODEL_FILE, from_arrays, read_model, shipped_model, to_arrays
 from ruledex.reader.text import keywords
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
@@ -129,27 +129,41 @@ def test_cli_writes_a_model_and_check_catches_a_stale_one(tmp_path: Path, capsys
         {"task": "add a ledger table index", "layer": "4-Persistence", "topics": ["database", "performance"]},
     ]
     tasks.write_text("".join(json.dumps(row) + "\n" for row in rows * 2))
-    out = tmp_path / "model.json"
+    out = tmp_path / "model.npz"
     assert tt.main(["--tasks", str(tasks), "--out", str(out)]) == 0
-    loaded = from_json(json.loads(out.read_text()), str(out))
+    loaded = read_model(out)
     assert loaded.layers.classes == TASK_LAYERS and loaded.topics.classes == TOPICS
+    assert loaded == tt.train(tt.load_tasks(tasks))  # the file holds exactly the trained weights
     assert tt.main(["--tasks", str(tasks), "--out", str(out), "--check"]) == 0
-    out.write_text(out.read_text().replace('"format": 1', '"format": 1 '))
+    tasks.write_text("".join(json.dumps(row) + "\n" for row in [*rows, *rows, rows[0]]))
     assert tt.main(["--tasks", str(tasks), "--out", str(out), "--check"]) == 1
     assert "stale" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_a_malformed_model_is_refused_with_its_name() -> None:
-    good = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
-    with pytest.raises(ValueError, match=r"m\.json: format 2"):
-        from_json({**good, "format": 2}, "m.json")
-    with pytest.raises(ValueError, match="missing the 'topics' model"):
-        from_json({k: v for k, v in good.items() if k != "topics"}, "m.json")
-    with pytest.raises(ValueError, match=r"'layers\.classes' must name entries"):
-        from_json({**good, "layers": {**good["layers"], "classes": ["UI"]}}, "m.json")
-    with pytest.raises(ValueError, match="one per class"):
-        from_json({**good, "topics": {**good["topics"], "weights": {"navbar": [1.0]}}}, "m.json")
+def test_a_malformed_model_is_refused_with_its_name(tmp_path: Path) -> None:
+    good = to_arrays(shipped_model())
+    assert from_arrays(good) == shipped_model()
+    with pytest.raises(ValueError, match=r"m\.npz: format \[1\], expected \[2\]"):
+        from_arrays({**good, "format": np.array([1])}, "m.npz")
+    with pytest.raises(ValueError, match="missing the 'topic_weights' array"):
+        from_arrays({k: v for k, v in good.items() if k != "topic_weights"}, "m.npz")
+    with pytest.raises(ValueError, match=r"'layer_classes' must name entries"):
+        from_arrays({**good, "layer_classes": np.frombuffer(b"UI", np.uint8)}, "m.npz")
+    with pytest.raises(ValueError, match=r"'topic' needs 16 biases and a \d+ x 16 weight matrix"):
+        from_arrays({**good, "topic_weights": good["topic_weights"][:, :3]}, "m.npz")
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(MODEL_FILE.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"broken\.npz: not a task model file"):
+        read_model(broken)
+
+
+def test_model_weights_round_trip_exactly_and_refuse_what_int16_cannot_hold() -> None:
+    model = tt.train([_task("navbar overlaps the banner", "1-Presentation", "frontend")] * 4)
+    assert from_arrays(to_arrays(model)) == model
+    huge = tt.TermWeights(model.layers.classes, model.layers.bias, {t: [40.0] * 7 for t in model.layers.weights})
+    with pytest.raises(ValueError, match="beyond"):
+        to_arrays(type(model)(huge, model.topics))
 
 
 def test_sparse_training_is_the_dense_logistic_regression() -> None:
