@@ -18,7 +18,7 @@ import argparse
 import io
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +215,8 @@ class HeldOutRow:
     model_alone: float
     detection: dict[tuple[str, float], float]
     """(index name, layer model weight) -> accuracy of the whole detector, as queries run it."""
+    topics: dict[str, float] = field(default_factory=dict)
+    """Index name -> mean F1 of the topics the whole detector reports (at the first weight)."""
 
 
 def held_out(
@@ -234,33 +236,54 @@ def held_out(
         held = [t for t in tasks if t.batch == batch]
         model = train([t for t in tasks if t.batch != batch], options)
         detection: dict[tuple[str, float], float] = {}
+        topics: dict[str, float] = {}
         for name, index in indexes.items():
             passes = [(t, first_pass(index, t.task)) for t in held]
             for weight in weights:
-                hits = sum(
-                    detect_in_index(
-                        index, t.task, None, p.vector, p.votes(index), task_model=model, model_weight=weight
-                    ).layer
-                    == t.layer
+                found = [
+                    (
+                        t,
+                        detect_in_index(
+                            index, t.task, None, p.vector, p.votes(index), task_model=model, model_weight=weight
+                        ),
+                    )
                     for t, p in passes
-                )
-                detection[(name, weight)] = hits / len(held)
-        rows.append(HeldOutRow(batch, len(held), layer_accuracy(model, held), detection))
+                ]
+                detection[(name, weight)] = sum(d.layer == t.layer for t, d in found) / len(held)
+                topics.setdefault(name, sum(_topic_f1(list(d.topics), t.topics) for t, d in found) / len(held))
+        rows.append(HeldOutRow(batch, len(held), layer_accuracy(model, held), detection, topics))
     return rows
 
 
 def format_held_out(rows: list[HeldOutRow]) -> str:
     """The held-out table: one row per batch and a weighted mean."""
     keys = list(rows[0].detection) if rows else []
-    head = ["batch", "tasks", "model alone", *(f"{name} w={weight:g}" for name, weight in keys)]
+    names = list(rows[0].topics) if rows else []
+    head = [
+        "batch",
+        "tasks",
+        "model alone",
+        *(f"{name} w={weight:g}" for name, weight in keys),
+        *(f"{name} topic F1" for name in names),
+    ]
     total = sum(r.tasks for r in rows) or 1
-    body = [[r.batch, str(r.tasks), f"{r.model_alone:.3f}", *(f"{r.detection[k]:.3f}" for k in keys)] for r in rows]
+    body = [
+        [
+            r.batch,
+            str(r.tasks),
+            f"{r.model_alone:.3f}",
+            *(f"{r.detection[k]:.3f}" for k in keys),
+            *(f"{r.topics[n]:.3f}" for n in names),
+        ]
+        for r in rows
+    ]
     body.append(
         [
             "all",
             str(total),
             f"{sum(r.model_alone * r.tasks for r in rows) / total:.3f}",
             *(f"{sum(r.detection[k] * r.tasks for r in rows) / total:.3f}" for k in keys),
+            *(f"{sum(r.topics[n] * r.tasks for r in rows) / total:.3f}" for n in names),
         ]
     )
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]

@@ -285,7 +285,8 @@ def rank_task(
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
     if len(got.ids):
-        strengths = topic_strengths(det, topics, opts.topicsBias)
+        weighed = tuple(dict.fromkeys([*det.ranking_topics(), *opts.topicsBias]))
+        strengths = topic_strengths(det, weighed, opts.topicsBias)
         trust = 1.0 if opts.layer else det.confidence
         feats = features(
             index,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ruledex.reader.detect import detect
+from ruledex.reader.detect import REPORTED_TOPICS, TOPIC_SHARE, detect
+from ruledex.reader.index import Index
+from ruledex.reader.query import detect_in_index, first_pass, query_directives
 
 
 @pytest.mark.parametrize(
@@ -26,3 +28,18 @@ def test_stack_words_name_the_layer(task: str, layer: str) -> None:
 
 def test_git_hooks_are_not_react_hooks() -> None:
     assert detect("Add pre-commit hooks that run the linter").layer != "1-Presentation"
+
+
+def test_reported_topics_are_the_clear_ones_and_ranking_still_weighs_the_rest(index: Index) -> None:
+    """The header names what the task is about; a word that merely brushes a topic does not get in."""
+    task = "Add user registration API endpoint"
+    first = first_pass(index, task)
+    det = detect_in_index(index, task, None, first.vector, first.votes(index))
+    best = det.topic_scores[det.topics[0]]
+    assert det.topics[0] == "api" and "security" in det.topics and len(det.topics) <= REPORTED_TOPICS
+    assert all(det.topic_scores[t] >= TOPIC_SHARE * best for t in det.topics)
+    faint = [t for t in det.evident_topics if t not in det.topics]
+    assert faint and all(det.topic_scores[t] < TOPIC_SHARE * best for t in faint)
+    assert det.ranking_topics() == det.evident_topics  # ranking weighs them all, by strength
+    header = query_directives(index, task)["context_block"].splitlines()[1]
+    assert header.endswith(f"topics {', '.join(det.topics)}_")

@@ -228,11 +228,22 @@ def test_held_out_trains_without_each_batch_and_measures_it(
     assert [(r.batch, r.tasks) for r in got] == [("ledgers", 4), ("unknown-words", 2)]
     assert got[0].model_alone == 1.0 and got[1].model_alone == 0.0  # words seen in training / never seen
     assert set(got[0].detection) == {("bundled", 4.0), ("bundled", 16.0)}
-    assert all(0.0 <= v <= 1.0 for r in got for v in r.detection.values())
+    assert all(0.0 <= v <= 1.0 for r in got for v in [*r.detection.values(), *r.topics.values()])
+    assert got[0].topics["bundled"] > 0.0 and set(got[1].topics) == {"bundled"}
     path = str(Path(bundled_index).with_name("held.jsonl"))
     assert tt.main(["--tasks", path, "--held-out", "--index", str(bundled_index), "--weights", "8"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["batch", "tasks", "model", "alone", "bundled.ruledex", "w=8"]
+    assert table[0].split() == [
+        "batch",
+        "tasks",
+        "model",
+        "alone",
+        "bundled.ruledex",
+        "w=8",
+        "bundled.ruledex",
+        "topic",
+        "F1",
+    ]
     assert table[-1].split()[:3] == ["all", "6", "0.667"]
 
 
