@@ -331,11 +331,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.held_out:
-        if not any(t.batch for t in tasks):
-            print(f"error: {args.tasks}: no task names its 'batch', so there is nothing to hold out", file=sys.stderr)
-            return 2
-        print(format_held_out(held_out(tasks, indexes, weights)))
-        return 0
+        try:
+            if not any(t.batch for t in tasks):
+                print(
+                    f"error: {args.tasks}: no task names its 'batch', so there is nothing to hold out", file=sys.stderr
+                )
+                return 2
+            print(format_held_out(held_out(tasks, indexes, weights)))
+            return 0
+        finally:
+            for index in indexes.values():
+                index.close()
     model = train(tasks)
     data = render(model)
     if args.check:

@@ -225,8 +225,9 @@ MODE_BIAS: dict[str, dict[str, float]] = {
 
 MIN_LAYER_SCORE = 1.0
 MIN_TOPIC_SCORE = 1.0
-"""Evidence a topic needs to count at all: ranking weighs every such topic (at most four) by its
-strength relative to the best one."""
+EVIDENT_TOPICS = 4
+"""Evidence a topic needs to count at all: ranking weighs every such topic (at most EVIDENT_TOPICS)
+by its strength relative to the best one."""
 TOPIC_SHARE = 0.4
 REPORTED_TOPICS = 3
 """A task's reported topics (the block's header, ``detect_context``) are those with at least
@@ -281,12 +282,12 @@ class Detection:
     layer_scores: dict[str, float] = field(default_factory=dict)
     topic_scores: dict[str, float] = field(default_factory=dict)
     evident_topics: tuple[str, ...] = ()
-    """Every topic with evidence, best first (at most four), of which ``topics`` are the clear ones;
+    """Every topic with evidence, best first (at most EVIDENT_TOPICS), of which ``topics`` are the clear ones;
     ranking weighs all of them by strength."""
 
     def ranking_topics(self) -> tuple[str, ...]:
         """The topics ranking weighs: the reported ones (a local model's first), then the other evident ones."""
-        return tuple(dict.fromkeys([*self.topics, *self.evident_topics]))[:4]
+        return tuple(dict.fromkeys([*self.topics, *self.evident_topics]))[:EVIDENT_TOPICS]
 
     def layers(self) -> tuple[str, ...]:
         """The detected layer and any near-tie layers (a strict filter lets all of them through)."""
@@ -450,7 +451,7 @@ def detect(
         name
         for name, score in sorted(topic_scores.items(), key=lambda kv: (-kv[1], TOPICS.index(kv[0])))
         if score >= MIN_TOPIC_SCORE
-    )[:4]
+    )[:EVIDENT_TOPICS]
     top_topic = topic_scores[evident[0]] if evident else 0.0
     topics = tuple(name for name in evident if topic_scores[name] >= TOPIC_SHARE * top_topic)[:REPORTED_TOPICS]
     lowered, raw_set = text.lower(), set(raw)

@@ -84,8 +84,6 @@ MAX_TOPICS = 4
 MAX_TECHNOLOGIES = 8
 MAX_TECHNOLOGY_CHARS = 40
 
-"""Layers a task can be in; ``*`` marks rules for every layer, it is no answer to "which layer"."""
-
 OLLAMA_PATH = "/api/generate"
 OPENAI_PATH = "/v1/chat/completions"
 

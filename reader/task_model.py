@@ -7,11 +7,11 @@ hires lose a day" is a docs problem. Two linear models over the detector's own t
 tasks that is not any evaluation set (``builder/data/tasks.jsonl``, retrained with
 ``python -m ruledex.builder.task_training``): a softmax regression for the one layer of a task and
 one logistic regression per topic (a task has one to three). They do not depend on an index, so
-every index, old or new, gets them. Scoring is a sum of a few dozen small tuples.
+every index, old or new, gets them. Scoring is a sum of a few dozen small rows.
 
 Detection adds *evidence*, not probabilities: how far a layer or a topic rises above the model's
-own odds for a task with no known word (its prior, its base rate). A task with no telling word ("make it better") then gets nothing from
-the models' priors.
+own odds for a task with no known word (its prior, its base rate). A task with no telling word
+("make it better") then gets nothing from the models' priors.
 """
 
 from __future__ import annotations
