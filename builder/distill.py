@@ -4,7 +4,9 @@ The shipped model is a Model2Vec static model: one vector per token of the
 teacher's tokenizer, distilled from a sentence-transformer. It is built with
 ``model2vec.distill.distill`` and stored with Model2Vec's own
 ``save_pretrained``, so ``model2vec.StaticModel.from_pretrained(out_dir)``
-loads it.
+loads it. Then every token row is mapped onto the teacher's sentence space
+and the map's cosine calibration is stored in ``config.json``
+(``task_map.py`` says why and how).
 
 torch, transformers and ``model2vec.distill`` are heavy and only needed to
 build the model, so they are imported inside :func:`distill_model`; importing
@@ -33,6 +35,9 @@ PACKAGED_TEACHER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 PACKAGED_TEACHER_LICENSE = "apache-2.0"
 """License of the default teacher."""
+
+APACHE_LICENSE_FILE = Path(__file__).parent / "model" / "LICENSE"
+"""The Apache License 2.0 text shipped beside the model; copied into a model distilled from an Apache-2.0 teacher."""
 
 DEFAULT_SEED = 0
 """Seed for every random number generator the build touches."""
@@ -86,8 +91,9 @@ def distill_model(
     teacher_license: str | None = None,
     device: str = "cpu",
     seed: int = DEFAULT_SEED,
+    task_map: bool = True,
 ) -> Path:
-    """Distil a Model2Vec static model from a sentence-transformer.
+    """Distil a Model2Vec static model from a sentence-transformer, then map it onto the teacher's sentence space.
 
     The model is built in a temporary folder beside ``out_dir``, checked by
     loading it back, and only then moved into place, so ``out_dir`` is never
@@ -111,6 +117,10 @@ def distill_model(
         device: Torch device for the teacher's forward passes. CPU keeps the
             build reproducible.
         seed: Seed for Python's, NumPy's and torch's generators.
+        task_map: Fit the linear map from the static vectors of the training
+            tasks to the teacher's embeddings of them, apply it to every token
+            row and store its cosine calibration (``builder/task_map.py``).
+            Needs ``sentence-transformers`` (a dependency of the packaged teacher).
 
     Returns:
         The resolved ``out_dir``.
@@ -162,6 +172,7 @@ def distill_model(
 
             staged = work / "model"
             model.save_pretrained(staged, model_name=out_dir.name)
+            calibration = _map_onto_teacher(staged, source, device=device, dims=model.dim) if task_map else None
             # model2vec's card says "license: mit" by default; state the teacher's.
             create_model_card(
                 staged,
@@ -177,15 +188,55 @@ def distill_model(
                     pca_dims=pca_dims,
                     quantize=quantize,
                     vocabulary=vocabulary,
+                    calibration=calibration,
                 ),
                 encoding="utf-8",
             )
             _check_saved_model(staged, dims=model.dim, dtype=quantize)
+            if (license_id or "").lower() == "apache-2.0" and APACHE_LICENSE_FILE.is_file():
+                shutil.copyfile(APACHE_LICENSE_FILE, staged / "LICENSE")  # read before out_dir may be replaced
             _make_readable(staged)
             _swap_into_place(staged, out_dir, work / "previous")
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
     return out_dir
+
+
+def _map_onto_teacher(folder: Path, teacher: str, *, device: str, dims: int) -> tuple[float, float]:
+    """Map the saved model's token rows onto the teacher's sentence space; store and return the calibration.
+
+    The map is fitted on the training tasks (``builder/data/tasks.jsonl``), never on evaluation
+    tasks; the model keeps its dimension and storage dtype.
+    """
+    import numpy as np
+    from model2vec import StaticModel
+    from safetensors.numpy import load_file, save_file
+    from sentence_transformers import SentenceTransformer
+
+    from .task_map import cosine_calibration, fit_task_map, pairwise_cosines, quantize_global_int8
+    from .task_training import TASKS_FILE, load_tasks
+
+    tasks = [t.task for t in load_tasks(TASKS_FILE)]
+    plain = StaticModel.from_pretrained(folder)
+    teacher_vectors = SentenceTransformer(teacher, device=device).encode(
+        tasks, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
+    )
+    weights = fit_task_map(plain.encode(tasks), teacher_vectors, dims)
+    weights_file = folder / "model.safetensors"
+    tensors = load_file(weights_file)
+    stored = tensors["embeddings"]
+    mapped = stored.astype(np.float64) @ weights
+    tensors["embeddings"] = quantize_global_int8(mapped) if stored.dtype == np.int8 else mapped.astype(stored.dtype)
+    save_file(tensors, weights_file)
+    sample = tasks[::4]  # ~1,000 tasks: half a million pairs
+    scale, shift = cosine_calibration(
+        pairwise_cosines(plain.encode(sample)), pairwise_cosines(StaticModel.from_pretrained(folder).encode(sample))
+    )
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config.update(cosine_scale=scale, cosine_shift=shift)
+    config_file.write_text(json.dumps(config, indent=4), encoding="utf-8")
+    return scale, shift
 
 
 def _is_complete_teacher(folder: Path) -> bool:
@@ -259,6 +310,7 @@ def _notice_text(
     pca_dims: int,
     quantize: str,
     vocabulary: Sequence[str] | None,
+    calibration: tuple[float, float] | None = None,
 ) -> str:
     """Write the attribution NOTICE for a model distilled from ``teacher_name``."""
     import model2vec
@@ -284,6 +336,13 @@ def _notice_text(
             "Check it before redistributing these files.",
         ]
     vocab_line = f"- {len(vocabulary)} words were added to the vocabulary as whole tokens.\n" if vocabulary else ""
+    map_line = (
+        "- The vectors were multiplied by a linear map fitted (ridge regression) from the\n"
+        "  static embeddings of ruledex's training tasks to the teacher's own embeddings\n"
+        f"  of them; cosines are calibrated by {calibration[0]} x cos + {calibration[1]}.\n"
+        if calibration
+        else ""
+    )
     return "\n".join(
         [
             "Static embedding model for ruledex",
@@ -303,7 +362,7 @@ def _notice_text(
             f"  weighted with SIF (coefficient 1e-4) and stored as {quantize}.",
             "- tokenizer.json is the teacher's tokenizer with its post-processor",
             "  (special tokens) removed and padding disabled.",
-            vocab_line + f"- Built with model2vec {model2vec.__version__} (MIT License).",
+            vocab_line + map_line + f"- Built with model2vec {model2vec.__version__} (MIT License).",
             "",
         ]
     )

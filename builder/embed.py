@@ -57,6 +57,8 @@ class StoredModel:
             "max_length": p.max_length,
             "median_token_length": p.median_token_length,
             "unk_token_id": p.unk_token_id,
+            "cosine_scale": p.cosine_scale,
+            "cosine_shift": p.cosine_shift,
         }
 
     def encoder(self) -> Encoder:
@@ -92,12 +94,15 @@ def from_static_model(model: Any, name: str) -> StoredModel:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     unk = getattr(model, "unk_token_id", None)
+    config = getattr(model, "config", None) or {}
     params = EncoderParams(
         dim=int(vectors.shape[1]),
         normalize=bool(model.normalize),
         max_length=getattr(model, "max_length", None),
         median_token_length=int(model.median_token_length),
         unk_token_id=None if unk is None else int(unk),
+        cosine_scale=float(config.get("cosine_scale", 1.0)),
+        cosine_shift=float(config.get("cosine_shift", 0.0)),
     )
     return StoredModel(name, tokenizer.to_str(), np.ascontiguousarray(vectors), scales, params)
 

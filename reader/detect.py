@@ -381,7 +381,11 @@ def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Col
 
 
 def _add_vectors(
-    scores: dict[str, float], names: tuple[str, ...], protos: np.ndarray | None, query: np.ndarray | None
+    scores: dict[str, float],
+    names: tuple[str, ...],
+    protos: np.ndarray | None,
+    query: np.ndarray | None,
+    cosine_scale: float = 1.0,
 ) -> None:
     if protos is None or query is None or not len(protos) or not query.any():
         return
@@ -391,7 +395,7 @@ def _add_vectors(
         return
     chosen = sims[used]
     mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper
-    gains = (_VECTOR_WEIGHT * np.maximum(sims.astype(np.float64) - mean, 0.0)).tolist()
+    gains = (_VECTOR_WEIGHT * cosine_scale * np.maximum(sims.astype(np.float64) - mean, 0.0)).tolist()
     for name, is_used, gain in zip(names, used.tolist(), gains, strict=False):
         if is_used and name in scores:
             scores[name] += gain
@@ -408,6 +412,7 @@ def detect(
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
     task_model: TaskModel | bool = True,
     model_weight: float | None = None,
+    cosine_scale: float = 1.0,
 ) -> Detection:
     """Detect context from task text, optionally helped by an index's tables (pure function).
 
@@ -416,7 +421,9 @@ def detect(
     ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
     ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
     it off to place rule text, which the models never saw. ``model_weight`` overrides the layer
-    model's weight (for the same measurements).
+    model's weight (for the same measurements). ``cosine_scale`` is the index model's cosine
+    calibration (``EncoderParams``): prototype evidence is measured from the mean similarity, so
+    the calibration's shift cancels and only its scale applies.
     """
     raw, term_set = task_terms(text)
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
@@ -431,8 +438,8 @@ def detect(
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
-    _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector)
-    _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector)
+    _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
+    _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
     if feedback:
         for table, votes in zip((layer_scores, topic_scores), feedback, strict=True):
             for name, vote in votes.items():

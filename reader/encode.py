@@ -26,6 +26,11 @@ class EncoderParams:
     max_length: int | None
     median_token_length: int
     unk_token_id: int | None
+    cosine_scale: float = 1.0
+    cosine_shift: float = 0.0
+    """``cosine_scale * cos + cosine_shift`` puts this model's task-to-text cosines on the scale ruledex's
+    ranking and detection constants were set on (those of the plain distilled model). ``ruledex distill``
+    fits it for the model it maps onto the teacher's sentence space; any other model keeps 1 and 0."""
 
     @classmethod
     def from_manifest(cls, model: dict[str, Any]) -> EncoderParams:
@@ -36,7 +41,15 @@ class EncoderParams:
             max_length=model.get("max_length"),
             median_token_length=int(model["median_token_length"]),
             unk_token_id=model.get("unk_token_id"),
+            cosine_scale=float(model.get("cosine_scale", 1.0)),
+            cosine_shift=float(model.get("cosine_shift", 0.0)),
         )
+
+    def calibrate(self, cosines: np.ndarray) -> np.ndarray:
+        """Raw cosines (float32) on the calibrated scale; unchanged for an uncalibrated model."""
+        if self.cosine_scale == 1.0 and self.cosine_shift == 0.0:
+            return cosines
+        return (cosines * np.float32(self.cosine_scale) + np.float32(self.cosine_shift)).astype(np.float32, copy=False)
 
 
 class Encoder:

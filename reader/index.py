@@ -152,6 +152,10 @@ class Index:
             params,
         )
 
+    def cosines(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """Calibrated cosines (float32) of unit ``rows`` with a unit task ``vector`` (see ``EncoderParams``)."""
+        return self.encoder.params.calibrate((rows @ vector).astype(np.float32, copy=False))
+
     @cached_property
     def detect_terms(self) -> dict[str, dict[str, frozenset[str]]]:
         """Layer and topic terms the builder learnt from the rules (as sets: detection intersects them)."""

@@ -197,6 +197,7 @@ def detect_in_index(
         feedback=feedback,
         task_model=task_model,
         model_weight=model_weight,
+        cosine_scale=index.encoder.params.cosine_scale if index.n_directives else 1.0,
     )
     return merge(found, llm_answer)
 
@@ -363,7 +364,7 @@ def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray)
         return got
     ids = np.concatenate([got.ids, extra])
     bm25 = np.concatenate([got.bm25, np.zeros(len(extra), np.float32)])
-    cosine = np.concatenate([got.cosine, (index.directive_vectors[extra] @ qvec).astype(np.float32)])
+    cosine = np.concatenate([got.cosine, index.cosines(index.directive_vectors[extra], qvec)])
     order_ = np.argsort(ids, kind="stable")
     return replace(got, ids=ids[order_], bm25=bm25[order_], cosine=cosine[order_])
 

@@ -143,7 +143,7 @@ def retrieve(
     known = known_terms(index, terms, weights)
     lexical = bm25_scores(index, known)
     if index.n_directives and query_vector.any():
-        cosine = (index.directive_vectors @ query_vector).astype(np.float32, copy=False)
+        cosine = index.cosines(index.directive_vectors, query_vector)
     else:
         cosine = np.zeros(index.n_directives, dtype=np.float32)
     rule_lexical = rule_bm25(index, known)
