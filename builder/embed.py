@@ -25,7 +25,7 @@ from ruledex.reader.encode import Encoder, EncoderParams
 from ruledex.reader.errors import ConfigError
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "model"
-DEFAULT_MODEL_NAME = "ruledex/minilm-l6-static-256-int8"
+DEFAULT_MODEL_NAME = "ruledex/minilm-l6-static-taskmap-256-int8"
 
 
 @dataclass(frozen=True)

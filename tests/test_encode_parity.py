@@ -46,3 +46,27 @@ def test_index_stores_the_model_with_idf_weights_baked_in(index: Index) -> None:
     np.testing.assert_allclose(index.encoder.encode(TEXTS), expected.encoder().encode(TEXTS), rtol=1e-5, atol=1e-6)
     assert index.manifest["model"]["hash"] == stored.hash
     assert index.manifest["model"]["token_weighting"]["method"] == "idf"
+
+
+def test_the_shipped_model_carries_its_cosine_calibration_into_every_index(index: Index) -> None:
+    import json
+
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
+    scale, shift = config["cosine_scale"], config["cosine_shift"]
+    assert 0 < scale < 1 and 0 < shift < 1  # the mapped space's cosines are lower and wider than the plain model's
+    assert (index.manifest["model"]["cosine_scale"], index.manifest["model"]["cosine_shift"]) == (scale, shift)
+    q = index.encoder.encode_one("Add user registration API endpoint")
+    raw = index.directive_vectors @ q
+    np.testing.assert_allclose(index.cosines(index.directive_vectors, q), scale * raw + shift, rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_without_a_calibration_keeps_its_raw_cosines() -> None:
+    from ruledex.reader.encode import EncoderParams
+
+    old = {"dim": 4, "normalize": True, "max_length": 512, "median_token_length": 4, "unk_token_id": 100}
+    params = EncoderParams.from_manifest(old)  # an index built before calibrations existed
+    raw = np.array([0.1, 0.5, -0.2], dtype=np.float32)
+    assert params.calibrate(raw) is raw
+    calibrated = EncoderParams.from_manifest(old | {"cosine_scale": 0.5, "cosine_shift": 0.25})
+    np.testing.assert_allclose(calibrated.calibrate(raw), [0.3, 0.5, 0.15], rtol=1e-6)
+    assert calibrated.calibrate(raw).dtype == np.float32

@@ -44,7 +44,7 @@ def test_sections_are_aligned_views_over_the_map(bundled_index: Path) -> None:
 
 def test_manifest_records_model_and_counts(index: Index) -> None:
     m = index.manifest
-    assert m["model"]["name"] == "ruledex/minilm-l6-static-256-int8"
+    assert m["model"]["name"] == "ruledex/minilm-l6-static-taskmap-256-int8"
     assert len(m["model"]["hash"]) == 64
     assert m["counts"]["directives"] == index.n_directives > 0
     assert "/" not in (m["source"]["repository"] or "").split("://")[0]  # no absolute local paths
