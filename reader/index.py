@@ -153,7 +153,12 @@ class Index:
         )
 
     def cosines(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        """Calibrated cosines (float32) of unit ``rows`` with a unit task ``vector`` (see ``EncoderParams``)."""
+        """Calibrated cosines (float32) of unit ``rows`` with a unit task ``vector`` (see ``EncoderParams``).
+
+        A task with no known token (a zero vector) has no meaning to compare: zeros, not the shift.
+        """
+        if not vector.any():
+            return np.zeros(len(rows), dtype=np.float32)
         return self.encoder.params.calibrate((rows @ vector).astype(np.float32, copy=False))
 
     @cached_property

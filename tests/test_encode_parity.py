@@ -58,6 +58,8 @@ def test_the_shipped_model_carries_its_cosine_calibration_into_every_index(index
     q = index.encoder.encode_one("Add user registration API endpoint")
     raw = index.directive_vectors @ q
     np.testing.assert_allclose(index.cosines(index.directive_vectors, q), scale * raw + shift, rtol=1e-5, atol=1e-6)
+    nothing = index.encoder.encode_one("😀😀")  # no known token: no evidence by meaning at all
+    assert not index.cosines(index.directive_vectors, nothing).any()
 
 
 def test_a_model_without_a_calibration_keeps_its_raw_cosines() -> None:
