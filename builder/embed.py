@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,17 +95,29 @@ def from_static_model(model: Any, name: str) -> StoredModel:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     unk = getattr(model, "unk_token_id", None)
-    config = getattr(model, "config", None) or {}
+    scale, shift = _calibration(getattr(model, "config", None) or {}, name)
     params = EncoderParams(
         dim=int(vectors.shape[1]),
         normalize=bool(model.normalize),
         max_length=getattr(model, "max_length", None),
         median_token_length=int(model.median_token_length),
         unk_token_id=None if unk is None else int(unk),
-        cosine_scale=float(config.get("cosine_scale", 1.0)),
-        cosine_shift=float(config.get("cosine_shift", 0.0)),
+        cosine_scale=scale,
+        cosine_shift=shift,
     )
     return StoredModel(name, tokenizer.to_str(), np.ascontiguousarray(vectors), scales, params)
+
+
+def _calibration(config: dict[str, Any], name: str) -> tuple[float, float]:
+    """The model's cosine calibration from its config (1 and 0 when it has none); ConfigError if malformed."""
+    scale, shift = config.get("cosine_scale", 1.0), config.get("cosine_shift", 0.0)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (scale, shift))
+    if not numbers or scale <= 0:
+        raise ConfigError(
+            f"model {name}: config.json fields cosine_scale and cosine_shift must be finite numbers, cosine_scale "
+            f"above 0 (got {scale!r} and {shift!r}); fix them, or remove both to use the model's raw cosines"
+        )
+    return float(scale), float(shift)
 
 
 def load_model(name_or_path: str | None = None) -> StoredModel:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,22 @@ def test_a_model_without_a_calibration_keeps_its_raw_cosines() -> None:
     calibrated = EncoderParams.from_manifest(old | {"cosine_scale": 0.5, "cosine_shift": 0.25})
     np.testing.assert_allclose(calibrated.calibrate(raw), [0.3, 0.5, 0.15], rtol=1e-6)
     assert calibrated.calibrate(raw).dtype == np.float32
+
+
+def test_a_model_with_a_malformed_calibration_is_refused_naming_the_field(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from ruledex.reader.errors import ConfigError
+
+    pytest.importorskip("model2vec")
+    folder = tmp_path / "my-model"
+    shutil.copytree(DEFAULT_MODEL_DIR, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"cosine_scale": "0.8"}))
+    with pytest.raises(ConfigError, match=r"my-model: config.json fields cosine_scale and cosine_shift .* \(got '0.8'"):
+        load_model(str(folder))
+    del config["cosine_scale"], config["cosine_shift"]
+    (folder / "config.json").write_text(json.dumps(config))
+    params = load_model(str(folder)).params  # a model without a calibration keeps its raw cosines
+    assert (params.cosine_scale, params.cosine_shift) == (1.0, 0.0)
