@@ -1,4 +1,4 @@
-r"""The ruledex index file format, version 1.1. This module is the contract; nothing else knows bytes.
+r"""The ruledex index file format, version 1.2. This module is the contract; nothing else knows bytes.
 
 Layout of a ``.ruledex`` file (all integers little-endian)::
 
@@ -12,9 +12,9 @@ Layout of a ``.ruledex`` file (all integers little-endian)::
     data       sections, each starting at a multiple of ALIGN from the data region's start
 
 The manifest holds the build's facts (format and tool version, source repository, commit, ref,
-build time from the commit, model name/dimension/hash and encoder parameters, keyword tokenizer
-and BM25 parameters, counts) and ``sections``: ``name -> {offset, nbytes, dtype, shape, crc32}``
-with ``offset`` relative to the data region. Every section is a C-contiguous array of the dtype
+build time from the commit, model name/dimension/hash and encoder parameters with the model's
+cosine calibration, keyword tokenizer and BM25 parameters, counts) and ``sections``: ``name ->
+{offset, nbytes, dtype, shape, crc32}`` with ``offset`` relative to the data region. Every section is a C-contiguous array of the dtype
 :data:`SECTIONS` fixes for it, so the reader views it in place with ``np.frombuffer`` over one
 read-only ``mmap``; byte blobs (tokenizer JSON, msgpack records) are ``|u1`` arrays.
 
@@ -49,9 +49,12 @@ import numpy as np
 from .errors import ArtifactError
 
 MAGIC = b"\x89RDX\r\n\x1a\n"
-FORMAT_VERSION: tuple[int, int] = (1, 1)
+FORMAT_VERSION: tuple[int, int] = (1, 2)
 """1.1 added ``rule_flags`` and the whole-rule posting lists ``rule_kw_*``. A 1.1 reader refuses a 1.0
-file (a required section is missing: rebuild it); a 1.0 reader opens a 1.1 file and ignores them."""
+file (a required section is missing: rebuild it); a 1.0 reader opens a 1.1 file and ignores them.
+1.2 added the model's cosine calibration to the manifest (``model.cosine_scale`` and
+``model.cosine_shift``, see ``encode.EncoderParams``): a 1.2 reader reads a 1.1 file as uncalibrated
+(1 and 0, as that file's model was); a 1.1 reader opens a 1.2 file and ranks with raw cosines."""
 ALIGN = 64
 MAX_MANIFEST = 16 * 1024 * 1024
 _HEADER = struct.Struct("<8sHHIQ")
