@@ -76,11 +76,12 @@ def run(queries_path: Path, index_path: Path, chunk_words: int = CHUNK_WORDS) ->
         piece_vecs = model.encode(pieces, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
         encode_s = time.perf_counter() - started
         report = evaluate(index, queries)
+    owners = np.asarray(owner)
     rows, task_ms = [], []
     for q in queries:
         started = time.perf_counter()
         vec = model.encode([q.task], normalize_embeddings=True, convert_to_numpy=True)[0]
-        ranked = document_ranking(vec, piece_vecs, np.asarray(owner), paths)
+        ranked = document_ranking(vec, piece_vecs, owners, paths)
         task_ms.append((time.perf_counter() - started) * 1e3)
         rows.append(ranking_metrics(ranked, q.relevant))
     n = len(rows)

@@ -75,6 +75,9 @@ def cosine_calibration(plain: np.ndarray, mapped: np.ndarray) -> tuple[float, fl
 
 
 def quantize_global_int8(matrix: np.ndarray) -> np.ndarray:
-    """int8 rows with one global scale (max abs / 127), dropped: cosines of normalised means are unchanged."""
+    """int8 rows with one global scale (max abs / 127), dropped: cosines of normalised means are unchanged.
+
+    model2vec's own int8 quantisation does the same through float16; this one rounds from float64.
+    """
     peak = float(np.abs(matrix).max()) or 1.0
     return np.clip(np.rint(np.asarray(matrix, dtype=np.float64) * (127.0 / peak)), -127, 127).astype(np.int8)

@@ -110,7 +110,7 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     wanted = np.zeros(index.n_rules, bool)
     wanted[rules] = True
     phrases = wanted[index.wta_rule].nonzero()[0]
-    sims = index.cosines(index.wta_vectors[phrases], qvec) if qvec.any() else np.zeros(len(phrases), np.float32)
+    sims = index.cosines(index.wta_vectors[phrases], qvec)
     phrase_rules = index.wta_rule[phrases].astype(np.int64)
     per_rule = np.zeros(index.n_rules, np.float32)
     np.maximum.at(per_rule, phrase_rules, ((sims - np.float32(0.3)) / np.float32(0.4)).astype(np.float32))

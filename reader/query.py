@@ -253,7 +253,7 @@ def rank_task(
     notes: list[str] = []
     t0 = time.perf_counter()
     first = first_pass(index, task, opts.files)
-    qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, first.always
+    qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, index.always_apply_rules
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     det = detect_in_index(index, task, mode, qvec, feedback=first.votes(index), llm_answer=llm_answer)
@@ -333,8 +333,6 @@ class FirstPass:
     got: Retrieval
     scoped: set[int]
     """Rules tied by globs to the edited files."""
-    always: frozenset[int]
-    """Rules that always apply."""
 
     def votes(self, index: Index) -> tuple[dict[str, float], dict[str, float]]:
         """Layer and topic votes of the best candidates and of the rules tied to the edited files."""
@@ -350,8 +348,7 @@ def first_pass(index: Index, task: str, files: tuple[str, ...] = ()) -> FirstPas
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
     scoped = matching_rules(index.glob_rules, list(files)) if files else set()
-    always = index.always_apply_rules
-    return FirstPass(qvec, terms, _with_rules(index, got, scoped | always, qvec), scoped, always)
+    return FirstPass(qvec, terms, _with_rules(index, got, scoped | index.always_apply_rules, qvec), scoped)
 
 
 def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:

@@ -142,10 +142,7 @@ def retrieve(
     """Union of the top ``depth`` directives by BM25 and by cosine, and the best directives of the best rules."""
     known = known_terms(index, terms, weights)
     lexical = bm25_scores(index, known)
-    if index.n_directives and query_vector.any():
-        cosine = index.cosines(index.directive_vectors, query_vector)
-    else:
-        cosine = np.zeros(index.n_directives, dtype=np.float32)
+    cosine = index.cosines(index.directive_vectors, query_vector)  # zeros for a task with no known token
     rule_lexical = rule_bm25(index, known)
     rule_cosine = index.per_rule_max(cosine)
     chosen = np.zeros(index.n_directives, bool)  # a mask, not union1d: a third of the cost at small sizes
