@@ -14,9 +14,10 @@ Layout of a ``.ruledex`` file (all integers little-endian)::
 The manifest holds the build's facts (format and tool version, source repository, commit, ref,
 build time from the commit, model name/dimension/hash and encoder parameters with the model's
 cosine calibration, keyword tokenizer and BM25 parameters, counts) and ``sections``: ``name ->
-{offset, nbytes, dtype, shape, crc32}`` with ``offset`` relative to the data region. Every section is a C-contiguous array of the dtype
-:data:`SECTIONS` fixes for it, so the reader views it in place with ``np.frombuffer`` over one
-read-only ``mmap``; byte blobs (tokenizer JSON, msgpack records) are ``|u1`` arrays.
+{offset, nbytes, dtype, shape, crc32}`` with ``offset`` relative to the data region. Every section
+is a C-contiguous array of the dtype :data:`SECTIONS` fixes for it, so the reader views it in place
+with ``np.frombuffer`` over one read-only ``mmap``; byte blobs (tokenizer JSON, msgpack records)
+are ``|u1`` arrays.
 
 Compatibility rule: a reader opens any file of the same major version; sections it does not know
 are ignored (a newer minor version may add some), sections it needs must be present. A different
