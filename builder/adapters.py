@@ -38,7 +38,14 @@ from ruledex.reader.vocab import TOPICS
 from .blobs import js_to_markdown, json_to_markdown
 from .freeform import LineMap, Outline, read_markdown
 from .frontmatter import SAFE_LOADER
-from .infer import FALLBACK_TOPIC, authority_from_name, humanise, infer_context, infer_severity
+from .infer import (
+    FALLBACK_TOPIC,
+    authority_from_name,
+    directive_layers,
+    humanise,
+    infer_context,
+    infer_severity,
+)
 from .parse import ParsedDocument, normalise_newlines
 from .source import RULEDEX, SourceFile
 
@@ -328,7 +335,7 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
                 text=draft.text,
                 rationale=" ".join(draft.rationale).strip(),
                 examples=tuple(draft.examples),
-                layers=ctx.layers or ("*",),
+                layers=directive_layers(ctx.layers, layers),
                 topics=tuple(sorted(set(ctx.topics) | set(topics), key=TOPICS.index)),
                 line=draft.line,
                 inferred=inferred,

@@ -57,7 +57,7 @@ _LEAD_CLAUSE = re.compile(
     re.IGNORECASE,
 )
 _NOT_VERB_AFTER = frozenset(
-    ("is", "are", "was", "were", "has", "have", "had", "can", "could", "will", "would", "does", "did", "may", "might", "must", "should", "s", "Cache invalidation is hard")
+    ("is", "are", "was", "were", "has", "have", "had", "can", "could", "will", "would", "does", "did", "may", "might", "must", "should", "s")
 )  # fmt: skip
 """Words after a verb-looking first word that make it a noun: "Cache invalidation is hard"."""
 _SOFT_LEADS = frozenset(
@@ -288,6 +288,19 @@ def _top(scores: dict[str, float], order: tuple[str, ...], share: float, limit: 
     chosen = [name for name, value in scores.items() if value >= 1.0 and value >= share * best]
     chosen.sort(key=lambda name: (-scores[name], order.index(name)))
     return tuple(chosen[:limit])
+
+
+def directive_layers(own: tuple[str, ...], rule_layers: tuple[str, ...]) -> tuple[str, ...]:
+    """A directive's layers: those its own words name plus its rule's, or ``*`` when its words name none.
+
+    One line of a SwiftUI rule ("prefer .task over .onAppear") may read as another layer on its
+    own, but the file it sits in scopes it: with its own layer alone, the strict layer filter
+    dropped it from the very tasks its rule is for. A directive that names no layer stays ``*``
+    (restricting those to the rule's layers lost 0.058 nDCG@10 on the Cursor corpus).
+    """
+    if not own:
+        return (ANY_LAYER,)
+    return tuple(sorted({*own, *rule_layers} - {ANY_LAYER}, key=LAYERS.index))
 
 
 def infer_context(text: str, *, rule_level: bool = False) -> Context:

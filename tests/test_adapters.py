@@ -10,7 +10,7 @@ import pytest
 from ruledex.builder.adapters import assign_ids, parse_foreign, preferred_id, read_front_matter
 from ruledex.builder.blobs import js_to_markdown
 from ruledex.builder.build import parse_all
-from ruledex.builder.infer import chunk, infer_severity, is_instruction, split_sentences
+from ruledex.builder.infer import chunk, directive_layers, infer_severity, is_instruction, split_sentences
 from ruledex.builder.parse import ParsedDocument
 from ruledex.builder.source import MAX_FOREIGN_BYTES, path_format, read_sources
 from ruledex.reader.errors import RuleError, RuleErrors
@@ -76,6 +76,50 @@ def test_cursor_mdc_maps_front_matter_sections_and_severities(tmp_path: Path) ->
     assert never.line == 15
     assert all(d.inferred == ("severity", "layers", "topics") for d in doc.directives)
     assert doc.directives[0].layers == ("1-Presentation",)  # "component" names the layer
+
+
+SWIFTUI_MDC = """
+---
+description: SwiftUI view and screen rules
+globs: "**/*.swift"
+---
+# SwiftUI views
+
+- Keep each view small; split a screen into child views.
+- Use the navigation stack for screen transitions.
+- Give every tappable row a button style and a visible focus state.
+- Keep the layout readable at the largest font sizes.
+- Prefer `.task(id:)` over `.onAppear` so the invoice total and discount calculation stops when the user leaves.
+"""
+
+
+def test_directive_layers_add_the_rules_own() -> None:
+    assert directive_layers(("3-Domain",), ("1-Presentation",)) == ("1-Presentation", "3-Domain")
+    assert directive_layers(("4-Persistence",), ("*",)) == ("4-Persistence",)
+    assert directive_layers((), ("1-Presentation",)) == ("*",)  # names no layer: applies anywhere
+
+
+def test_inferred_directive_keeps_its_rules_layer_under_strict_filter(tmp_path: Path) -> None:
+    """A line whose own words read as another layer still answers tasks of the layer its file is for."""
+    from ruledex.builder.build import build
+    from ruledex.reader.index import Index
+    from ruledex.reader.query import query_directives
+
+    root = write_rules(tmp_path / "r", {"swiftui.mdc": SWIFTUI_MDC})
+    docs, _ = parse_folder(root)
+    doc = docs["swiftui.mdc"]
+    assert doc.rule.layers == ("1-Presentation",)
+    lifecycle = doc.directives[4]
+    assert "3-Domain" in lifecycle.layers and "1-Presentation" in lifecycle.layers
+    out = tmp_path / "swift.ruledex"
+    build(root, out)
+    with Index(out) as index:
+        answer = query_directives(
+            index,
+            "The data load in onAppear keeps running after the screen closes",
+            options={"layer": "1-Presentation"},
+        )
+    assert lifecycle.id in {c["id"] for c in answer["citations"]}
 
 
 def test_cursor_always_apply_and_quoted_yaml_globs(tmp_path: Path) -> None:
