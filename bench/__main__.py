@@ -168,6 +168,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "errors": [],
         "skipped": [],
     }
+    one_file = None
+    if "query" in sections:
+        _log(f"one-file index ({querybench.ONE_FILE_DIRECTIVES} directives): building")
+        one_file = querybench.build_one_file_index(work / "one-file", seed)
     for name, n in corpora:
         result: dict[str, Any] = {"name": name, "synthetic": n is not None}
         results["corpora"].append(result)
@@ -193,7 +197,17 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             continue
         result["directives"] = result["build"].get("directives") if "error" not in result["build"] else None
         if "query" in sections:
-            _section(result, "query", results["errors"], querybench.run_queries, index, tasks, rounds, work / name)
+            _section(
+                result,
+                "query",
+                results["errors"],
+                querybench.run_queries,
+                index,
+                tasks,
+                rounds,
+                work / name,
+                one_file_index=one_file,
+            )
             results["skipped"] += [s for s in result["query"].get("skipped", []) if s not in results["skipped"]]
         if "int8" in sections:
             _section(result, "int8", results["errors"], querybench.int8_experiment, index, tasks, max(1, rounds // 2))

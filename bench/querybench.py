@@ -8,6 +8,11 @@ slower at 1k that way; see bench/README.md). A server runs ruledex alone in its 
 is split into its stages from ``diagnostics.stageMs``. The int8 experiment measures what storing
 the directive vectors as int8 rows with a scale would cost and keep: the cosine step's time in
 several numpy formulations and the top-50 recall against float32.
+
+Beside each corpus, ruledex also answers the same tasks from a one-file index
+(:data:`ONE_FILE_DIRECTIVES` directives, :func:`build_one_file_index`), timed in the same rounds:
+what a query costs whatever the corpus (encoding the task, detection, the ranking signals, the
+block), the floor under every corpus's figure.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import gc
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,22 @@ from .baselines import docs_from_index, make_baselines
 from .measure import MB, ratio, summary
 
 STAGES = ("detect", "retrieve", "rank", "format")
+
+ONE_FILE_DIRECTIVES = 20
+"""Directives in the one-file index: one synthetic rule document, the smallest realistic corpus."""
+
+
+def build_one_file_index(work: Path, seed: int) -> Path:
+    """Write one synthetic rule document and build it (in this process); returns the index path."""
+    from ruledex.builder.build import build
+
+    from .synth import generate
+
+    rules = work / "rules"
+    generate(rules, ONE_FILE_DIRECTIVES, seed)
+    out = work / "one-file.ruledex"
+    build(rules, out)
+    return out
 
 
 def _time_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -41,25 +63,30 @@ def run_queries(
     *,
     baselines: tuple[str, ...] | None = None,
     baseline_budget_s: float = 60.0,
+    one_file_index: Path | None = None,
 ) -> dict[str, Any]:
     """Warm latency of ruledex and the baselines over ``rounds`` x ``tasks`` (see module docstring).
 
     A baseline whose samples have used ``baseline_budget_s`` seconds stops early (the memory scan
-    reloads its whole graph per query), keeping at least one full pass over the tasks.
+    reloads its whole graph per query), keeping at least one full pass over the tasks. With
+    ``one_file_index``, each round also runs the tasks on it, right after ruledex on the corpus.
     """
     from ruledex.reader.index import Index
     from ruledex.reader.query import query_directives
 
-    with Index(index_path) as index:
+    with Index(index_path) as index, Index(one_file_index) if one_file_index else nullcontext() as one_file:
         started = time.perf_counter()
         docs = docs_from_index(index)
         made, skipped = make_baselines(docs, workdir, baselines)
         setup_s = time.perf_counter() - started
         for task in tasks:  # warm-up pass: encoder, caches, page cache
             query_directives(index, task)
+            if one_file is not None:
+                query_directives(one_file, task)
             for b in made:
                 b.search(task)
         latencies: dict[str, list[float]] = {"ruledex": [], **{b.name: [] for b in made}}
+        one_file_ms: list[float] = []
         spent = dict.fromkeys(latencies, 0.0)
         stages: dict[str, list[float]] = {s: [] for s in STAGES}
         cited: list[int] = []
@@ -71,6 +98,8 @@ def run_queries(
                 cited.append(len(answer["citations"]))
                 for s in STAGES:
                     stages[s].append(float(answer["diagnostics"]["stageMs"].get(s, 0.0)))
+            if one_file is not None:
+                one_file_ms.extend(_time_ms(lambda task=task: query_directives(one_file, task))[0] for task in tasks)
             for b in made:
                 if r > 0 and spent[b.name] > baseline_budget_s:
                     continue
@@ -88,10 +117,16 @@ def run_queries(
         for name, s in systems.items()
         if name != "ruledex" and s["n"]
     }
+    fixed: dict[str, Any] | None = None
+    if one_file is not None:
+        fts5 = systems.get("sqlite_fts5", {})
+        fixed = {"directives": one_file.n_directives, **summary(one_file_ms)}
+        fixed["over_fts5_p50"] = ratio(fixed["p50"], fts5["p50"]) if fts5.get("n") else None
     return {
         "tasks": len(tasks),
         "rounds": rounds,
         "systems": systems,
+        "one_file_ruledex": fixed,
         "ratios_ruledex_over": ratios,
         "stages_ms": {s: summary(v) for s, v in stages.items()},
         "mean_citations": round(float(np.mean(cited)), 2) if cited else 0.0,

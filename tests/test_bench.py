@@ -170,6 +170,11 @@ def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
     assert corpus["build"]["artifact"]["bytes_per_directive"] > 0
     assert corpus["query"]["systems"]["ruledex"]["n"] > 0
     assert {"sqlite_fts5", "memory_scan"} <= set(corpus["query"]["systems"])
+    one_file = corpus["query"]["one_file_ruledex"]  # the same tasks on a one-file index, same rounds
+    assert one_file["directives"] == 20 and one_file["n"] == corpus["query"]["systems"]["ruledex"]["n"]
+    assert one_file["over_fts5_p50"] > 0
+    (fts5,) = [t for t in results["targets"] if t["target"].startswith("faster than SQLite FTS5")]
+    assert "one-file index (20 directives)" in fts5["note"]
     assert corpus["stdio"]["mismatches"] == [] and corpus["stdio"]["answers_checked"] > 0
     assert corpus["concurrency"]["10"]["mismatches"] == [] and corpus["concurrency"]["10"]["errors"] == 0
     assert corpus["cold"]["query_process_imports"] == []
