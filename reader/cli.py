@@ -217,7 +217,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.half:  # lines 1, 3, 5 ... are "odd": the weights were chosen on the even lines
         queries = queries[1::2] if args.half == "odd" else queries[0::2]
     with _open(args) as index:
-        report = evaluate(index, queries)
+        report = evaluate(index, queries, k=args.k)
     if args.json:
         _print_json(report)
     else:
@@ -325,6 +325,17 @@ def cmd_pin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse turns the error into exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _add_index(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--index", help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)"
@@ -408,12 +419,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure retrieval quality on a labeled query set, beside a BM25 floor",
         formatter_class=raw,
         description="Run every task of a JSONL query set ({id, task, relevant: {path: grade}, layer, topics}) and "
-        "print nDCG@5/10, Recall@5/10, MRR, layer accuracy, topic F1 and mean tokens per block, for ruledex and for "
+        "print nDCG@5/K, Recall@5/K, MRR, layer accuracy, topic F1 and mean tokens per block, for ruledex and for "
         "plain BM25 over whole documents.",
         epilog="Example: ruledex eval --queries tests/data/eval_bundled.jsonl --index dist/bundled.ruledex",
     )
     p.add_argument("--queries", required=True, help="JSONL file of labeled tasks")
     _add_index(p)
+    p.add_argument(
+        "--k",
+        type=_positive_int,
+        default=10,
+        metavar="K",
+        help="the deeper cutoff of nDCG and Recall (default: 10; @5 is always reported)",
+    )
     p.add_argument(
         "--half",
         choices=("even", "odd"),

@@ -22,7 +22,17 @@ from .index import Index
 from .query import query_directives
 from .text import count_tokens, keywords
 
-METRICS = ("ndcg@5", "ndcg@10", "recall@5", "recall@10", "mrr")
+DEFAULT_K = 10
+"""The deeper cutoff of nDCG and Recall (``ruledex eval --k``); 5 is always reported too."""
+
+
+def metric_names(k: int = DEFAULT_K) -> tuple[str, ...]:
+    """The reported metrics for cutoff ``k``: nDCG and Recall at 5 and at ``k``, then MRR."""
+    cutoffs = sorted({5, k})
+    return (*(f"ndcg@{c}" for c in cutoffs), *(f"recall@{c}" for c in cutoffs), "mrr")
+
+
+METRICS = metric_names()
 
 
 @dataclass(frozen=True)
@@ -62,14 +72,15 @@ def dcg(grades: list[int], k: int) -> float:
     return sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(grades[:k]))
 
 
-def ranking_metrics(ranked: list[str], relevant: dict[str, int]) -> dict[str, float]:
-    """nDCG@5/10, Recall@5/10 (grade >= 1) and MRR of a ranked list of source paths."""
+def ranking_metrics(ranked: list[str], relevant: dict[str, int], k: int = DEFAULT_K) -> dict[str, float]:
+    """Metrics of a ranked list of source paths: nDCG and Recall (grade >= 1) at 5 and ``k``, and MRR."""
     grades = [relevant.get(doc, 0) for doc in ranked]
     ideal = sorted(relevant.values(), reverse=True)
     wanted = {doc for doc, g in relevant.items() if g > 0}
     first = next((i for i, doc in enumerate(ranked) if doc in wanted), None)
-    out = {f"ndcg@{k}": (dcg(grades, k) / dcg(ideal, k) if dcg(ideal, k) else 0.0) for k in (5, 10)}
-    out |= {f"recall@{k}": (len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0) for k in (5, 10)}
+    cutoffs = sorted({5, k})
+    out = {f"ndcg@{c}": (dcg(grades, c) / dcg(ideal, c) if dcg(ideal, c) else 0.0) for c in cutoffs}
+    out |= {f"recall@{c}": (len(wanted & set(ranked[:c])) / len(wanted) if wanted else 0.0) for c in cutoffs}
     out["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
     return out
 
@@ -124,8 +135,12 @@ class DocumentBM25:
         return [path for s, path in sorted(scores) if s < 0]
 
 
-def evaluate(index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run every query; return mean metrics for ruledex and the BM25 floor, and per-query rows."""
+def evaluate(
+    index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None, k: int = DEFAULT_K
+) -> dict[str, Any]:
+    """Run every query; return mean metrics for ruledex and the BM25 floor (cutoffs 5 and ``k``), and per-query rows."""
+    if k < 1:
+        raise ConfigError(f"k: must be at least 1, got {k}")
     floor = DocumentBM25(index)
     all_rules_tokens = sum(count_tokens(render_rule(index, i)) for i in range(index.n_rules))
     rows = []
@@ -138,23 +153,24 @@ def evaluate(index: Index, queries: list[LabeledQuery], options: dict[str, Any] 
             {
                 "id": q.id,
                 "task": q.task,
-                "ruledex": ranking_metrics(ours, q.relevant),
-                "bm25": ranking_metrics(base, q.relevant),
+                "ruledex": ranking_metrics(ours, q.relevant, k),
+                "bm25": ranking_metrics(base, q.relevant, k),
                 "layerCorrect": q.layer is None or diag["detectedLayer"] == q.layer,
                 "detectedLayer": diag["detectedLayer"],
                 "topicF1": topic_f1(diag["topics"], q.topics),
                 "tokens": diag["tokens"],
-                "ranked": ours[:10],
+                "ranked": ours[: max(k, DEFAULT_K)],
             }
         )
     n = len(rows)
 
     def mean(system: str) -> dict[str, float]:
-        return {m: round(sum(r[system][m] for r in rows) / n, 4) for m in METRICS}
+        return {m: round(sum(r[system][m] for r in rows) / n, 4) for m in metric_names(k)}
 
     tokens = sum(r["tokens"] for r in rows) / n
     return {
         "queries": n,
+        "k": k,
         "ruledex": mean("ruledex"),
         "bm25": mean("bm25"),
         "layerAccuracy": round(sum(r["layerCorrect"] for r in rows) / n, 4),
@@ -169,7 +185,7 @@ def evaluate(index: Index, queries: list[LabeledQuery], options: dict[str, Any] 
 def format_report(report: dict[str, Any]) -> str:
     """A plain-text table of the means, ruledex beside the BM25 floor."""
     lines = [f"{'metric':<12}{'ruledex':>10}{'bm25 floor':>12}{'delta':>9}"]
-    for m in METRICS:
+    for m in report["ruledex"]:
         ours, base = report["ruledex"][m], report["bm25"][m]
         lines.append(f"{m:<12}{ours:>10.4f}{base:>12.4f}{ours - base:>+9.4f}")
     lines += [

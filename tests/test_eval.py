@@ -29,6 +29,15 @@ def test_metrics_on_known_rankings() -> None:
     assert topic_f1([], ()) == 1.0
 
 
+def test_metrics_at_a_chosen_cutoff() -> None:
+    ranked, relevant = ["x.md", "y.md", "z.md", "w.md", "v.md", "u.md", "a.md"], {"a.md": 2, "b.md": 1}
+    at7 = ranking_metrics(ranked, relevant, k=7)
+    assert list(at7) == ["ndcg@5", "ndcg@7", "recall@5", "recall@7", "mrr"]
+    assert at7["recall@5"] == 0.0 and at7["recall@7"] == 0.5  # a.md is 7th; b.md never ranked
+    assert at7["ndcg@5"] == 0.0 < at7["ndcg@7"]
+    assert list(ranking_metrics(ranked, relevant, k=5)) == ["ndcg@5", "recall@5", "mrr"]
+
+
 def test_labeled_set_is_large_and_varied() -> None:
     queries = load_queries(QUERIES)
     assert len(queries) >= 60
@@ -56,6 +65,13 @@ def test_eval_cli(bundled_index: Path, capsys: pytest.CaptureFixture[str], tmp_p
     assert report["queries"] == 5 and len(report["rows"]) == 5
     assert main(["eval", "--queries", str(few), "--index", str(bundled_index), "--json", "--half", "odd"]) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)["rows"]] == [r["id"] for r in report["rows"][1::2]]
+    assert main(["eval", "--queries", str(few), "--index", str(bundled_index), "--k", "20", "--json"]) == 0
+    deeper = json.loads(capsys.readouterr().out)
+    assert deeper["k"] == 20 and set(deeper["ruledex"]) == {"ndcg@5", "ndcg@20", "recall@5", "recall@20", "mrr"}
+    assert deeper["bm25"]["recall@20"] >= report["bm25"]["recall@10"]  # a deeper cutoff never finds less
+    with pytest.raises(SystemExit) as bad:
+        main(["eval", "--queries", str(few), "--index", str(bundled_index), "--k", "0"])
+    assert bad.value.code == 2 and "--k: must be at least 1" in capsys.readouterr().err
 
 
 def test_bad_query_file_names_the_line(tmp_path: Path) -> None:
