@@ -163,9 +163,31 @@ def words(text: str) -> list[str]:
     return out
 
 
+_SESSION_VERBS = {
+    ("logged", "in"): "login",
+    ("signed", "in"): "login",
+    ("logged", "out"): "logout",
+    ("signed", "out"): "logout",
+}
+"""Word pairs folded into one term: a user who is "logged in" is about sessions, not about logging
+("logged" and "logging" share the stem "logg")."""
+_SESSION_FIRST = frozenset(first for first, _ in _SESSION_VERBS)
+
+
 def keywords(text: str) -> list[str]:
     """The keyword terms of a text, in order, as the BM25 index stores them."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS]
+    ws = words(text)
+    out, i = [], 0
+    while i < len(ws):
+        pair = _SESSION_VERBS.get((ws[i], ws[i + 1])) if ws[i] in _SESSION_FIRST and i + 1 < len(ws) else None
+        if pair:
+            out.append(pair)
+            i += 2
+            continue
+        if ws[i] not in STOPWORDS:
+            out.append(stem(ws[i]))
+        i += 1
+    return out
 
 
 TOKEN_METHOD = "max(ceil(chars/4), ceil(words*4/3))"

@@ -7,6 +7,7 @@ import pytest
 from ruledex.reader.detect import REPORTED_TOPICS, TOPIC_SHARE, detect
 from ruledex.reader.index import Index
 from ruledex.reader.query import detect_in_index, first_pass, query_directives
+from ruledex.reader.text import keywords
 
 
 @pytest.mark.parametrize(
@@ -28,6 +29,15 @@ def test_stack_words_name_the_layer(task: str, layer: str) -> None:
 
 def test_git_hooks_are_not_react_hooks() -> None:
     assert detect("Add pre-commit hooks that run the linter").layer != "1-Presentation"
+
+
+def test_logged_in_is_about_sessions_not_logging(index: Index) -> None:
+    """ "logged" and "logging" share a stem: a logged-in user must not pull in the logging rules."""
+    assert keywords("keep the user signed-in; logged out users") == ["keep", "user", "login", "logout", "user"]
+    assert keywords("we logged the error") == ["logg", "error"]  # the verb on its own still means logging
+    assert "observability" not in detect("Add a fixture for a logged-in admin user").evident_topics
+    answer = query_directives(index, "Add a fixture for a logged-in admin user")
+    assert not any(c["id"].startswith("observability#") for c in answer["citations"])
 
 
 def test_reported_topics_are_the_clear_ones_and_ranking_still_weighs_the_rest(index: Index) -> None:
