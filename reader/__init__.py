@@ -15,7 +15,7 @@ _EXPORTS = {
     "RuleError": "errors",
     "RuledexError": "errors",
     "Index": "index",
-    "QueryOptions": "query",
+    "QueryOptions": "options",
     "query_directives": "query",
 }
 

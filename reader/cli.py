@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, RuledexError
+from .options import EVAL_K, RANGES, QueryOptions
 
 # One BLAS thread: queries are tiny matrix-vector products, and a second BLAS thread made
 # concurrent queries 2-3x slower in the prototype (issue #7). Must be set before numpy loads.
@@ -24,6 +25,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 SUFFIX = ".ruledex"  # = format.SUFFIX; kept here so `--help` does not import numpy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+_QUERY_DEFAULTS = QueryOptions()
+"""The flags' defaults are the query options' own (reader/options.py)."""
 
 
 def find_index(explicit: str | None) -> Path:
@@ -374,8 +378,19 @@ def build_parser() -> argparse.ArgumentParser:
         "project-scoped rules first (default: the project's pin, else the newest *.ruledex in ./dist)",
     )
     p.add_argument("--json", action="store_true", help="print {context_block, citations, diagnostics} as JSON")
-    p.add_argument("--max-items", type=int, default=8, help="directives to show, clamped to 3-12 (default: 8)")
-    p.add_argument("--token-budget", type=int, default=900, help="token budget of the block (default: 900)")
+    low, high = RANGES["maxItems"]
+    p.add_argument(
+        "--max-items",
+        type=int,
+        default=_QUERY_DEFAULTS.maxItems,
+        help=f"directives to show, clamped to {low}-{high} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--token-budget",
+        type=int,
+        default=_QUERY_DEFAULTS.tokenBudget,
+        help="token budget of the block (default: %(default)s)",
+    )
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode: biases detection")
     p.add_argument("--layer", help="use this layer instead of the detected one (e.g. 4-Persistence)")
     p.add_argument("--topic", action="append", help="bias towards a topic (repeatable)")
@@ -428,9 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--k",
         type=_positive_int,
-        default=10,
+        default=EVAL_K,
         metavar="K",
-        help="the deeper cutoff of nDCG and Recall (default: 10; @5 is always reported)",
+        help="the deeper cutoff of nDCG and Recall (default: %(default)s; @5 is always reported)",
     )
     p.add_argument(
         "--half",

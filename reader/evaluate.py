@@ -19,14 +19,12 @@ from typing import Any
 from .catalog import render_rule
 from .errors import ConfigError
 from .index import Index
+from .options import EVAL_K
 from .query import query_directives
 from .text import count_tokens, keywords
 
-DEFAULT_K = 10
-"""The deeper cutoff of nDCG and Recall (``ruledex eval --k``); 5 is always reported too."""
 
-
-def metric_names(k: int = DEFAULT_K) -> tuple[str, ...]:
+def metric_names(k: int = EVAL_K) -> tuple[str, ...]:
     """The reported metrics for cutoff ``k``: nDCG and Recall at 5 and at ``k``, then MRR."""
     cutoffs = sorted({5, k})
     return (*(f"ndcg@{c}" for c in cutoffs), *(f"recall@{c}" for c in cutoffs), "mrr")
@@ -72,7 +70,7 @@ def dcg(grades: list[int], k: int) -> float:
     return sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(grades[:k]))
 
 
-def ranking_metrics(ranked: list[str], relevant: dict[str, int], k: int = DEFAULT_K) -> dict[str, float]:
+def ranking_metrics(ranked: list[str], relevant: dict[str, int], k: int = EVAL_K) -> dict[str, float]:
     """Metrics of a ranked list of source paths: nDCG and Recall (grade >= 1) at 5 and ``k``, and MRR."""
     grades = [relevant.get(doc, 0) for doc in ranked]
     ideal = sorted(relevant.values(), reverse=True)
@@ -136,7 +134,7 @@ class DocumentBM25:
 
 
 def evaluate(
-    index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None, k: int = DEFAULT_K
+    index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None, k: int = EVAL_K
 ) -> dict[str, Any]:
     """Run every query; return mean metrics for ruledex and the BM25 floor (cutoffs 5 and ``k``), and per-query rows."""
     if k < 1:
@@ -159,7 +157,7 @@ def evaluate(
                 "detectedLayer": diag["detectedLayer"],
                 "topicF1": topic_f1(diag["topics"], q.topics),
                 "tokens": diag["tokens"],
-                "ranked": ours[: max(k, DEFAULT_K)],
+                "ranked": ours[: max(k, EVAL_K)],
             }
         )
     n = len(rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
+from .options import QueryOptions
 from .rank import DEFAULT_WEIGHTS, RankWeights, diverse_head, near_duplicates, order, score
 from .records import RuleRecord
 from .render import Item, Rendered, render
@@ -31,83 +32,11 @@ MAX_TASK_CHARS = 8000
 """Longer task descriptions are cut here (and the diagnostics say so)."""
 
 SEMANTIC_MIN = 0.45
+"""A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
 
 STRICT_MIN_CONFIDENCE = 0.65
 """strictLayer filters by layer only when detection is at least this confident (measured with
 ``ruledex eval``: below it the detected layer was right about half the time); else it boosts."""
-"""A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
-
-
-@dataclass(frozen=True)
-class QueryOptions:
-    """Options of ``query_directives``; defaults are the design's."""
-
-    strictLayer: bool = True
-    maxItems: int = 8
-    tokenBudget: int = 900
-    includeBreadcrumbs: bool = True
-    includeDiagnostics: bool = False
-    includeRationale: bool = False
-    severityFilter: tuple[str, ...] = ()
-    topicsBias: tuple[str, ...] = ()
-    layer: str | None = None
-    files: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> QueryOptions:
-        """Validate and normalise options (maxItems is clamped to 3-12, tokenBudget to 100-8000)."""
-        raw = dict(raw or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ValueError(f"options: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
-        out: dict[str, Any] = {}
-        for name in ("strictLayer", "includeBreadcrumbs", "includeDiagnostics", "includeRationale"):
-            if name in raw and raw[name] is not None:
-                if not isinstance(raw[name], bool):
-                    raise ValueError(f"options.{name}: must be true or false, got {raw[name]!r}")
-                out[name] = raw[name]
-        for name, low, high in (("maxItems", 3, 12), ("tokenBudget", 100, 8000)):
-            if name in raw and raw[name] is not None:
-                value = raw[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-                    raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
-                out[name] = min(high, max(low, int(value)))
-        if raw.get("severityFilter") is not None:
-            out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter", upper=True)
-        if raw.get("topicsBias") is not None:
-            out["topicsBias"] = _names(raw["topicsBias"], TOPICS, "topicsBias")
-        if raw.get("files") is not None:
-            out["files"] = _files(raw["files"])
-        if raw.get("layer") is not None:
-            out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
-        return cls(**out)
-
-
-def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool = False) -> tuple[str, ...]:
-    values = [value] if isinstance(value, str) else value
-    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
-        raise ValueError(f"options.{field_name}: must be a string or a list of strings from {', '.join(allowed)}")
-    out = []
-    for v in values:
-        v = v.strip().upper() if upper else v.strip()
-        if v not in allowed:
-            raise ValueError(f"options.{field_name}: unknown value {v!r}; allowed: {', '.join(allowed)}")
-        out.append(v)
-    return tuple(out)
-
-
-MAX_FILES = 200
-
-
-def _files(value: Any) -> tuple[str, ...]:
-    """Validate ``options.files``: paths the user is editing, relative to the rules repository root."""
-    values = [value] if isinstance(value, str) else value
-    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
-        raise ValueError("options.files: must be a path or a list of paths (strings) of the files being edited")
-    if len(values) > MAX_FILES:
-        raise ValueError(f"options.files: at most {MAX_FILES} paths, got {len(values)}")
-    return tuple(v.strip() for v in values if v.strip())
 
 
 def check_mode(mode: str | None) -> str | None:

@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
 
 from .detect import MODES
+from .options import MAX_FILES, RANGES, QueryOptions
 from .vocab import LAYERS, SEVERITIES, TOPICS
 
 _EXTRA = ConfigDict(extra="allow")
@@ -162,6 +163,9 @@ def enum_schema(values: tuple[str, ...], description: str) -> WithJsonSchema:
     return WithJsonSchema({"type": "string", "enum": list(values), "description": description})
 
 
+_DEFAULTS = QueryOptions()
+_ITEMS, _BUDGET = RANGES["maxItems"], RANGES["tokenBudget"]
+
 QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -169,18 +173,35 @@ QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
     "properties": {
         "strictLayer": {
             "type": "boolean",
-            "default": True,
+            "default": _DEFAULTS.strictLayer,
             "description": "Keep only directives of the task's layer and of every layer (false: prefer them, keep all).",
         },
-        "maxItems": {"type": "integer", "default": 8, "description": "Directives to show; clamped to 3-12."},
+        "maxItems": {
+            "type": "integer",
+            "default": _DEFAULTS.maxItems,
+            "description": f"Directives to show; clamped to {_ITEMS[0]}-{_ITEMS[1]}.",
+        },
         "tokenBudget": {
             "type": "integer",
-            "default": 900,
-            "description": "Token budget of context_block (100-8000). The top 3 MUST directives are always shown.",
+            "default": _DEFAULTS.tokenBudget,
+            "description": f"Token budget of context_block ({_BUDGET[0]}-{_BUDGET[1]}). "
+            "The top 3 MUST directives are always shown.",
         },
-        "includeBreadcrumbs": {"type": "boolean", "default": True, "description": "Show 'Rule > Section' per line."},
-        "includeDiagnostics": {"type": "boolean", "default": False, "description": "Add score breakdowns."},
-        "includeRationale": {"type": "boolean", "default": False, "description": "Add each directive's rationale."},
+        "includeBreadcrumbs": {
+            "type": "boolean",
+            "default": _DEFAULTS.includeBreadcrumbs,
+            "description": "Show 'Rule > Section' per line.",
+        },
+        "includeDiagnostics": {
+            "type": "boolean",
+            "default": _DEFAULTS.includeDiagnostics,
+            "description": "Add score breakdowns.",
+        },
+        "includeRationale": {
+            "type": "boolean",
+            "default": _DEFAULTS.includeRationale,
+            "description": "Add each directive's rationale.",
+        },
         "severityFilter": {
             "type": "array",
             "items": {"type": "string", "enum": list(SEVERITIES)},
@@ -195,7 +216,7 @@ QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
         "files": {
             "type": "array",
             "items": {"type": "string"},
-            "maxItems": 200,
+            "maxItems": MAX_FILES,
             "description": "Paths of the files being edited (relative to the repository root): rules whose globs "
             "(Cursor globs, Copilot applyTo, nested AGENTS.md) match them rank first.",
         },
