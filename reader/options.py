@@ -14,6 +14,9 @@ from .vocab import LAYERS, SEVERITIES, TOPICS
 RANGES: dict[str, tuple[int, int]] = {"maxItems": (3, 12), "tokenBudget": (100, 8000)}
 """Numeric options are clamped to these bounds (inclusive)."""
 
+DETECT_DEFAULTS: dict[str, Any] = {"returnKeywords": True, "confidenceThreshold": 0.0}
+"""``detect_context``'s options when not given: keywords returned, any confidence names the layer."""
+
 EVAL_K = 10
 """``ruledex eval``'s default deeper cutoff of nDCG and Recall (@5 is always reported)."""
 

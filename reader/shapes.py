@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
 
 from .detect import MODES
-from .options import MAX_FILES, RANGES, QueryOptions
+from .options import DETECT_DEFAULTS, MAX_FILES, RANGES, QueryOptions
 from .vocab import LAYERS, SEVERITIES, TOPICS
 
 _EXTRA = ConfigDict(extra="allow")
@@ -227,12 +227,16 @@ DETECT_OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "returnKeywords": {"type": "boolean", "default": True, "description": "Include the task's keywords."},
+        "returnKeywords": {
+            "type": "boolean",
+            "default": DETECT_DEFAULTS["returnKeywords"],
+            "description": "Include the task's keywords.",
+        },
         "confidenceThreshold": {
             "type": "number",
             "minimum": 0,
             "maximum": 1,
-            "default": 0,
+            "default": DETECT_DEFAULTS["confidenceThreshold"],
             "description": "Below this confidence detectedLayer is null (0-1).",
         },
         "modeSlug": {"type": "string", "enum": list(MODES), "description": "Assistant mode: biases detection."},

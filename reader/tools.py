@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from . import format as fmt
 from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
+from .options import DETECT_DEFAULTS
 from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
 from .rank import DEFAULT_WEIGHTS
@@ -358,9 +359,12 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
     """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold."""
     raw = _options(options, DETECT_OPTIONS)
     text, notes = clip_task(require_text(text, "text"))
-    keep_keywords = _bool(raw, "returnKeywords", True)
+    keep_keywords = _bool(raw, "returnKeywords", DETECT_DEFAULTS["returnKeywords"])
     threshold = raw.get("confidenceThreshold")
-    threshold = 0.0 if threshold is None else _number(threshold, "options.confidenceThreshold", 0, 1)
+    if threshold is None:
+        threshold = DETECT_DEFAULTS["confidenceThreshold"]
+    else:
+        threshold = _number(threshold, "options.confidenceThreshold", 0, 1)
     mode = check_mode(raw.get("modeSlug"))
     found = dict(detect_in_index(index, text, mode).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:
