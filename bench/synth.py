@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ruledex.reader.vocab import TASK_LAYERS
+
 from .synth_vocab import CONNECTIVES, ENTITIES, QUANTIFIERS, RISKS, SYLLABLES, TOPIC_DATA, split
 
 DEFAULT_SEED = 20260707
 FILES_PER_TEAM = 40
 MIN_PER_FILE, MAX_PER_FILE = 15, 25
 SEVERITY_WEIGHTS = (("MUST", 40), ("SHOULD", 45), ("MAY", 15))
-ALL_LAYERS = ("1-Presentation", "2-Application", "3-Domain", "4-Persistence", "5-Tests", "6-Docs", "7-Deployment")
 TOPIC_NAMES = tuple(TOPIC_DATA)
 RELATED: dict[str, tuple[str, ...]] = {
     "security": ("api", "backend", "privacy"),
@@ -124,7 +125,7 @@ def _directive(rng: random.Random, v: _Vocab, service: str, severity: str) -> li
     if rng.random() < 0.15:
         lines.append(f"  Avoid: {rng.choice(RISKS)} {rng.choice(v.places)}.")
     if rng.random() < 0.05:
-        lines.append(f"  Layer: {rng.choice(ALL_LAYERS)}")
+        lines.append(f"  Layer: {rng.choice(TASK_LAYERS)}")
     if rng.random() < 0.05:
         lines.extend(
             [

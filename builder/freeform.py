@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import marko
 from marko import block
 
+from ruledex.reader.vocab import SEVERITIES
+
 from .infer import (
     MAX_WORDS,
     chunk,
@@ -261,7 +263,7 @@ class _Walker:
         text = " ".join(text_parts).strip()
         severity = ""
         marker = _MARKER.match(text) or _BOLD_MARKER.match(text)
-        if marker and marker.group(1).upper() in ("MUST", "SHOULD", "MAY"):
+        if marker and marker.group(1).upper() in SEVERITIES:
             severity, text = marker.group(1).upper(), text[marker.end() :]
         text = strip_enumerator(text)
         if not self.stack and not nested and self.meta(text):
