@@ -274,7 +274,51 @@ def _title(source: SourceFile, outline: Outline, values: dict[str, Any]) -> str:
     return f"{special} ({folder})" if folder else special
 
 
-_TECH_NAMES = {"nextjs": "Next.js", "next.js": "Next.js", "nodejs": "Node.js", "node": "Node.js", "c#": "C#"}
+_TECH_NAMES = {
+    "nextjs": "Next.js",
+    "next.js": "Next.js",
+    "nodejs": "Node.js",
+    "node": "Node.js",
+    "c#": "C#",
+    "javascript": "JavaScript",
+    "typescript": "TypeScript",
+    "postgresql": "PostgreSQL",
+    "mysql": "MySQL",
+    "sqlite": "SQLite",
+    "mongodb": "MongoDB",
+    "rabbitmq": "RabbitMQ",
+    "graphql": "GraphQL",
+    "fastapi": "FastAPI",
+    "nestjs": "NestJS",
+    "sqlalchemy": "SQLAlchemy",
+    "openapi": "OpenAPI",
+    "swiftui": "SwiftUI",
+    "tanstack": "TanStack",
+    "typeorm": "TypeORM",
+    "dynamodb": "DynamoDB",
+    "bigquery": "BigQuery",
+    "clickhouse": "ClickHouse",
+    "duckdb": "DuckDB",
+    "pytorch": "PyTorch",
+    "pyspark": "PySpark",
+    "langchain": "LangChain",
+    "argocd": "ArgoCD",
+    "gitlab": "GitLab",
+    "junit": "JUnit",
+    "rspec": "RSpec",
+    "asp.net": "ASP.NET",
+    "dotnet": "dotnet",
+    "dbt": "dbt",
+    "gin": "Gin",
+    "go": "Go",
+    "golang": "Go",
+    "vue": "Vue",
+    "htmx": "htmx",
+    "tensorflow": "TensorFlow",
+    "c++": "C++",
+}
+"""How a technology is written in a when-to-apply phrase, where capitalising it is not enough (same
+words: matching lower-cases them)."""
 
 
 def _tech_phrase(technologies: tuple[str, ...]) -> str:
@@ -285,9 +329,11 @@ def _tech_phrase(technologies: tuple[str, ...]) -> str:
     """
     names: list[str] = []
     for tech in technologies:
-        name = _TECH_NAMES.get(tech, tech if not tech.isalpha() or len(tech) <= 3 else tech.capitalize())
+        name = _TECH_NAMES.get(tech) or (
+            tech if not tech.isalpha() else tech.upper() if len(tech) <= 3 else tech.capitalize()
+        )
         if name not in names:
-            names.append(name.upper() if len(name) <= 3 and name.isalpha() and name != "go" else name)
+            names.append(name)
     return ", ".join(names[:4])
 
 

@@ -27,6 +27,21 @@ def test_stack_words_name_the_layer(task: str, layer: str) -> None:
     assert detect(task).layer == layer
 
 
+@pytest.mark.parametrize(
+    ("task", "technologies"),
+    [
+        ("Move the Redux store to Zustand in our Vite app", ("redux", "zustand", "vite")),
+        ("Train the PyTorch model and report scikit-learn metrics", ("pytorch", "scikit-learn")),
+        ("Deploy the Next.js app to Vercel with Supabase auth", ("next.js", "supabase", "vercel")),
+        ("Our ASP.NET Core API returns 500 on empty carts", ("asp.net",)),
+        ("Add a Gin handler and a GORM query", ("gin",)),
+        ("Make it faster", ()),
+    ],
+)
+def test_technologies_beyond_the_mainstream_web_stack(task: str, technologies: tuple[str, ...]) -> None:
+    assert detect(task).technologies == technologies
+
+
 def test_git_hooks_are_not_react_hooks() -> None:
     assert detect("Add pre-commit hooks that run the linter").layer != "1-Presentation"
 

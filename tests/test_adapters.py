@@ -122,6 +122,13 @@ def test_inferred_directive_keeps_its_rules_layer_under_strict_filter(tmp_path: 
     assert lifecycle.id in {c["id"] for c in answer["citations"]}
 
 
+def test_when_to_apply_names_the_rules_technologies_as_they_are_written(tmp_path: Path) -> None:
+    """A task naming the stack matches the rule by its when-to-apply; the phrase reads as people write it."""
+    text = "---\ndescription: Vue 3 stores with Pinia in TypeScript, served by Go\n---\n- Keep stores small.\n"
+    docs, _ = parse_folder(write_rules(tmp_path / "r", {"vue-pinia.mdc": text}))
+    assert docs["vue-pinia.mdc"].rule.when_to_apply[-1] == "TypeScript, Go, Vue, Pinia"
+
+
 def test_cursor_always_apply_and_quoted_yaml_globs(tmp_path: Path) -> None:
     text = '---\ndescription: "Core rules"\nglobs: ["src/**/*.py", "tests/**"]\nalwaysApply: true\n---\n- Never commit secrets.\n'
     docs, _ = parse_folder(write_rules(tmp_path / "r", {"core.mdc": text}))
