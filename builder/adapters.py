@@ -316,6 +316,10 @@ _TECH_NAMES = {
     "htmx": "htmx",
     "tensorflow": "TensorFlow",
     "c++": "C++",
+    "react-native": "React Native",
+    "react native": "React Native",
+    "spring boot": "Spring Boot",
+    "jetpack compose": "Jetpack Compose",
 }
 """How a technology is written in a when-to-apply phrase, where capitalising it is not enough (same
 words: matching lower-cases them)."""

@@ -198,6 +198,9 @@ TECHNOLOGIES: tuple[str, ...] = (
     "swiftui",
     "jetpack",
     "react-native",
+    "react native",
+    "spring boot",
+    "jetpack compose",
     "expo",
     "vite",
     "webpack",
@@ -448,7 +451,7 @@ _LAYER_NAMES = tuple(LAYER_TERMS)
 _TOPIC_NAMES = tuple(TOPIC_TERMS)
 _TECH_RANK = {name: i for i, name in enumerate(TECHNOLOGIES)}
 _TECH_SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
-"""Technologies with a symbol or a dot (c#, node.js): also found inside a longer token."""
+"""Technologies with a symbol, a dot or a space (c#, node.js, react native): found in the text as written."""
 
 
 def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
