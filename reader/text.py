@@ -177,6 +177,8 @@ _SESSION_FIRST = frozenset(first for first, _ in _SESSION_VERBS)
 def keywords(text: str) -> list[str]:
     """The keyword terms of a text, in order, as the BM25 index stores them."""
     ws = words(text)
+    if _SESSION_FIRST.isdisjoint(ws):  # nearly every text: no pair to fold
+        return [stem(w) for w in ws if w not in STOPWORDS]
     out, i = [], 0
     while i < len(ws):
         pair = _SESSION_VERBS.get((ws[i], ws[i + 1])) if ws[i] in _SESSION_FIRST and i + 1 < len(ws) else None
