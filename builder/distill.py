@@ -221,16 +221,18 @@ def _map_onto_teacher(folder: Path, teacher: str, *, device: str, dims: int) -> 
     teacher_vectors = SentenceTransformer(teacher, device=device).encode(
         tasks, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
     )
-    weights = fit_task_map(plain.encode(tasks), teacher_vectors, dims)
+    plain_vectors = plain.encode(tasks)
+    weights = fit_task_map(plain_vectors, teacher_vectors, dims)
     weights_file = folder / "model.safetensors"
     tensors = load_file(weights_file)
     stored = tensors["embeddings"]
     mapped = stored.astype(np.float64) @ weights
     tensors["embeddings"] = quantize_global_int8(mapped) if stored.dtype == np.int8 else mapped.astype(stored.dtype)
     save_file(tensors, weights_file)
-    sample = tasks[::4]  # ~1,000 tasks: half a million pairs
+    every = 4  # ~1,000 tasks: half a million pairs
     scale, shift = cosine_calibration(
-        pairwise_cosines(plain.encode(sample)), pairwise_cosines(StaticModel.from_pretrained(folder).encode(sample))
+        pairwise_cosines(plain_vectors[::every]),
+        pairwise_cosines(StaticModel.from_pretrained(folder).encode(tasks[::every])),
     )
     config_file = folder / "config.json"
     config = json.loads(config_file.read_text(encoding="utf-8"))
