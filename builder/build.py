@@ -25,7 +25,15 @@ from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .gitsource import Change, tree_sources, working_tree_changes
-from .keywords import BM25_B, BM25_K1, RULE_BM25_K1, build_keyword_index, directive_document, rule_document
+from .keywords import (
+    BM25_B,
+    BM25_K1,
+    RULE_BM25_K1,
+    build_keyword_index,
+    directive_document,
+    rule_document,
+    written_text,
+)
 from .parse import ParsedDocument, parse_document
 from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
@@ -175,8 +183,13 @@ def compile_index(
     model: StoredModel,
     source: SourceInfo,
     name: str,
+    written: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Compute every section and the manifest for the given records (pure: no I/O)."""
+    """Compute every section and the manifest for the given records (pure: no I/O).
+
+    ``written`` maps a rule's path to its source file's text, searched as part of the rule's
+    whole document (:func:`~ruledex.builder.keywords.rule_document`).
+    """
     texts = [embedding_text(rules[d.rule], d) for d in directives]
     documents = [directive_document(rules[d.rule], d) for d in directives]
     stored = weighted(model, idf_weights(model.encoder(), documents)) if documents else model
@@ -185,7 +198,12 @@ def compile_index(
     members: list[list[DirectiveRecord]] = [[] for _ in rules]
     for d in directives:
         members[d.rule].append(d)
-    kw = build_keyword_index(documents, [rule_document(r, ds) for r, ds in zip(rules, members, strict=True)])
+    written = written or {}
+    rule_docs = [
+        rule_document(r, ds, written_text(written[r.path], r.path) if r.path in written else "")
+        for r, ds in zip(rules, members, strict=True)
+    ]
+    kw = build_keyword_index(documents, rule_docs)
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
     rule_bytes, rule_offsets = pack_records([r.to_row() for r in rules])
@@ -366,7 +384,8 @@ def build(
     name = name or source.name
     out = Path(out) if out else default_output(name, source)
     say(f"embedding and indexing {len(directives)} directives")
-    manifest, arrays = compile_index(rules, directives, model, source, name)
+    texts = {s.path: s.text for s in sources if not s.problem}
+    manifest, arrays = compile_index(rules, directives, model, source, name, texts)
     sha = fmt.write(out, manifest, arrays)
     say(f"wrote {out} ({out.stat().st_size:,} bytes)")
     return BuildResult(

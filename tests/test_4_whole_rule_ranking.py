@@ -35,10 +35,42 @@ def test_rule_document_holds_each_heading_once_and_not_the_example_tasks(tmp_pat
         term = index.term_id("kafka")
         assert term is not None
         ids, tf = index.rule_postings(term)
-        assert ids.tolist() == [0] and tf.tolist() == [1]  # the heading once, not once per directive
+        # the heading once as parsed and once as written, not once per directive
+        assert ids.tolist() == [0] and tf.tolist() == [2]
         # example tasks are what `check --examples` tests: indexing them would make it pass by construction
         assert index.term_id("purple") is None
         assert index.rule_k1 == index.manifest["keywords"]["rule_k1"] == 2.0
+
+
+def test_text_the_parser_keeps_no_directive_from_still_finds_its_rule(tmp_path: Path) -> None:
+    """Code under a heading with no list, and plain paragraphs, are searched as part of the rule."""
+    ktor = """---
+description: Kotlin services on Ktor.
+globs: "**/*.kt"
+---
+## Core
+- Keep route handlers thin and move the work into services.
+
+## Error handling
+```kotlin
+install(StatusPages) {
+    exception<NotFound> { call, cause -> call.respond(HttpStatusCode.NotFound) }
+}
+```
+"""
+    other = """---
+description: Python web services.
+---
+## Errors
+- Map domain exceptions to HTTP status codes in one place.
+- Never leak a stack trace in an error response.
+"""
+    out = _built(tmp_path, {"ktor.mdc": ktor, "python.mdc": other})
+    with Index(out) as index:
+        assert index.term_id("statuspage") is not None
+        assert index.term_id("kt") is not None  # the globs, as written in the front matter
+        answer = query_directives(index, "Return 404 for a missing user with the StatusPages plugin")
+    assert answer["citations"][0]["sourcePath"] == "ktor.mdc"
 
 
 def test_an_index_without_rule_k1_scores_rules_with_k1(tmp_path: Path) -> None:
