@@ -9,11 +9,12 @@ builds are reproducible) and whether the rules have uncommitted changes (``dirty
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ruledex.reader.records import blob_id
 
 RULE_SUFFIXES = (".md", ".mdc")
 SKIP_NAMES = frozenset({"readme.md", "contributing.md", "changelog.md", "license.md"})
@@ -154,16 +155,6 @@ def looks_like_ruledex(text: str) -> bool:
         if _RULEDEX_KEY.match(line):
             return True
     return False
-
-
-def blob_id(text: str) -> str:
-    """Git's blob id of the text with LF line endings and no BOM (what a repository with LF stores).
-
-    Taken on normalised text so a CRLF checkout keys the same as LF; incremental builds reuse
-    the records of files whose id did not change.
-    """
-    data = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def read_source(root: Path, path: Path) -> SourceFile:

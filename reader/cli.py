@@ -221,7 +221,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.half:  # lines 1, 3, 5 ... are "odd": the weights were chosen on the even lines
         queries = queries[1::2] if args.half == "odd" else queries[0::2]
     with _open(args) as index:
-        report = evaluate(index, queries, k=args.k)
+        report = evaluate(index, queries, k=args.k, rules_dir=Path(args.rules) if args.rules else None)
     if args.json:
         _print_json(report)
     else:
@@ -435,11 +435,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         description="Run every task of a JSONL query set ({id, task, relevant: {path: grade}, layer, topics}) and "
         "print nDCG@5/K, Recall@5/K, MRR, layer accuracy, topic F1 and mean tokens per block, for ruledex and for "
-        "plain BM25 over whole documents.",
-        epilog="Example: ruledex eval --queries tests/data/eval_bundled.jsonl --index dist/bundled.ruledex",
+        "plain BM25 over whole documents: the source files as written with --rules, else the index's rendering "
+        "of each rule (which leaves out text the parser keeps no directive from, so it understates the floor).",
+        epilog="Example: ruledex eval --queries tests/data/eval_bundled.jsonl --index dist/bundled.ruledex --rules rules/",
     )
     p.add_argument("--queries", required=True, help="JSONL file of labeled tasks")
     _add_index(p)
+    p.add_argument(
+        "--rules",
+        metavar="DIR",
+        help="the folder the index was built from: the BM25 floor and the all-documents token count then use "
+        "its files as written",
+    )
     p.add_argument(
         "--k",
         type=_positive_int,

@@ -4,7 +4,10 @@ A query line is ``{"id", "task", "relevant": {"<source path>": grade}, "layer", 
 grades 2 (must be picked) and 1 (useful). ruledex's ranking of source documents is the order in
 which the answer first names them: the citations of the block, then the candidates the block left
 out (``diagnostics.omitted``, in rank order). The floor is plain BM25 over whole documents with the
-same keyword tokenizer, computed in the same run from the same index.
+same keyword tokenizer, computed in the same run: over the source files as written when the rules
+folder is given (what a naive setup would search or paste in), else over the index's rendering of
+each rule, which leaves out what the parser keeps no directive from (code under a heading with no
+list, plain paragraphs) and so understates the floor.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from .errors import ConfigError
 from .index import Index
 from .options import EVAL_K
 from .query import query_directives
+from .records import blob_id
 from .text import count_tokens, keywords
 
 
@@ -107,12 +111,12 @@ def ruledex_ranking(answer: dict[str, Any], index: Index) -> list[str]:
 
 
 class DocumentBM25:
-    """Plain BM25 over whole rule documents: the floor ruledex must beat."""
+    """Plain BM25 over whole documents (``{source path: text}``): the floor ruledex must beat."""
 
-    def __init__(self, index: Index, k1: float = 1.2, b: float = 0.75) -> None:
-        """Tokenize every rule document of the index (title, description, directives)."""
-        self.paths = [r.path for r in index.rules()]
-        self.docs = [Counter(keywords(render_rule(index, i))) for i in range(index.n_rules)]
+    def __init__(self, documents: dict[str, str], k1: float = 1.2, b: float = 0.75) -> None:
+        """Tokenize every document once with the shared keyword tokenizer."""
+        self.paths = list(documents)
+        self.docs = [Counter(keywords(text)) for text in documents.values()]
         self.lengths = [sum(d.values()) for d in self.docs]
         self.avgdl = (sum(self.lengths) / len(self.lengths)) if self.lengths else 1.0
         self.df = Counter(term for d in self.docs for term in d)
@@ -121,10 +125,11 @@ class DocumentBM25:
     def rank(self, task: str) -> list[str]:
         """Source paths by descending BM25, ties by path."""
         n = len(self.docs)
+        terms = set(keywords(task))
         scores = []
         for doc, length, path in zip(self.docs, self.lengths, self.paths, strict=True):
             s = 0.0
-            for term in set(keywords(task)):
+            for term in terms:
                 tf = doc.get(term, 0)
                 if tf:
                     idf = math.log((n - self.df[term] + 0.5) / (self.df[term] + 0.5) + 1.0)
@@ -133,14 +138,70 @@ class DocumentBM25:
         return [path for s, path in sorted(scores) if s < 0]
 
 
+@dataclass(frozen=True)
+class FloorDocuments:
+    """The documents the floor searches, and what they are (for the report)."""
+
+    texts: dict[str, str]
+    kind: str
+    """``"source files"`` or ``"index rendering"``."""
+    root: str = ""
+    changed: tuple[str, ...] = ()
+    """Source files whose content differs from what the index was built from."""
+
+    def describe(self) -> str:
+        """What the floor searched, for the report's last line."""
+        if self.kind == "index rendering":
+            return "the index's rendering of each rule (pass --rules DIR for the source files as written)"
+        changed = f"; {len(self.changed)} changed since the build" if self.changed else ""
+        return f"the {len(self.texts)} source files as written in {self.root}{changed}"
+
+
+def rendered_documents(index: Index) -> FloorDocuments:
+    """Each rule as the index renders it (``ruledex show``): all an index alone can give."""
+    return FloorDocuments({index.rule(i).path: render_rule(index, i) for i in range(index.n_rules)}, "index rendering")
+
+
+def source_documents(index: Index, root: Path) -> FloorDocuments:
+    """Each rule's source file as written, read from ``root``, the folder the index was built from.
+
+    A missing or unreadable file is an error naming it; a file edited since the build is read as it
+    is now and listed in ``changed``.
+    """
+    texts: dict[str, str] = {}
+    changed = []
+    for rule in index.rules():
+        path = Path(root) / rule.path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{path}: cannot read the source of rule {rule.id!r} ({type(exc).__name__}); "
+                "pass --rules the folder the index was built from"
+            ) from None
+        texts[rule.path] = text
+        if rule.blob and blob_id(text) != rule.blob:
+            changed.append(rule.path)
+    return FloorDocuments(texts, "source files", str(root), tuple(changed))
+
+
 def evaluate(
-    index: Index, queries: list[LabeledQuery], options: dict[str, Any] | None = None, k: int = EVAL_K
+    index: Index,
+    queries: list[LabeledQuery],
+    options: dict[str, Any] | None = None,
+    k: int = EVAL_K,
+    rules_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Run every query; return mean metrics for ruledex and the BM25 floor (cutoffs 5 and ``k``), and per-query rows."""
+    """Run every query; return mean metrics for ruledex and the BM25 floor (cutoffs 5 and ``k``), and per-query rows.
+
+    With ``rules_dir`` the floor, and the tokens a naive setup pastes in, are taken from the source
+    files as written; without it, from the index's rendering of each rule.
+    """
     if k < 1:
         raise ConfigError(f"k: must be at least 1, got {k}")
-    floor = DocumentBM25(index)
-    all_rules_tokens = sum(count_tokens(render_rule(index, i)) for i in range(index.n_rules))
+    documents = source_documents(index, rules_dir) if rules_dir is not None else rendered_documents(index)
+    floor = DocumentBM25(documents.texts)
+    all_rules_tokens = sum(count_tokens(text) for text in documents.texts.values())
     rows = []
     for q in queries:
         answer = query_directives(index, q.task, options=options)
@@ -171,6 +232,12 @@ def evaluate(
         "k": k,
         "ruledex": mean("ruledex"),
         "bm25": mean("bm25"),
+        "floorDocuments": {
+            "kind": documents.kind,
+            "root": documents.root,
+            "changedSinceBuild": list(documents.changed),
+        },
+        "floorDescription": documents.describe(),
         "layerAccuracy": round(sum(r["layerCorrect"] for r in rows) / n, 4),
         "topicF1": round(sum(r["topicF1"] for r in rows) / n, 4),
         "meanTokens": round(tokens, 1),
@@ -190,5 +257,6 @@ def format_report(report: dict[str, Any]) -> str:
         f"layer accuracy {report['layerAccuracy']:.3f}   topic F1 {report['topicF1']:.3f}   queries {report['queries']}",
         f"mean tokens per block {report['meanTokens']:.0f} vs {report['allRulesTokens']} for all rule documents "
         f"({report['tokenSavings']:.1%} fewer)",
+        f"floor: plain BM25 over {report['floorDescription']}",
     ]
     return "\n".join(lines) + "\n"

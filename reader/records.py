@@ -7,10 +7,22 @@ so a reader can decode rows written by an older builder of the same major format
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import astuple, dataclass, fields
 from typing import Any, TypeVar
 
 T = TypeVar("T", bound="_Row")
+
+
+def blob_id(text: str) -> str:
+    """Git's blob id of the text with LF line endings and no BOM (what a repository with LF stores).
+
+    ``RuleRecord.blob``: taken on normalised text so a CRLF checkout keys the same as LF;
+    incremental builds reuse the records of files whose id did not change, and ``ruledex eval
+    --rules`` tells which source files changed since the build.
+    """
+    data = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _freeze(value: Any) -> Any:
