@@ -44,7 +44,7 @@ class RankWeights:
     Static-model cosines sit in a narrow band, hence the large weight."""
     lexical: float = 6.0
     """The directive's own BM25 relative to the best candidate's, blended with its rule's best."""
-    rule_lexical: float = 10.0
+    rule_lexical: float = 16.0
     """BM25 of the directive's whole rule document relative to the best rule's (whole-document
     evidence: the strongest single signal on both labeled sets)."""
     file_match: float = 10.0
