@@ -46,7 +46,8 @@ class RankWeights:
     """The directive's own BM25 relative to the best candidate's, blended with its rule's best."""
     rule_lexical: float = 16.0
     """BM25 of the directive's whole rule document relative to the best rule's (whole-document
-    evidence: the strongest single signal on both labeled sets)."""
+    evidence: the strongest single signal on both labeled sets). 10 -> 16 once rule documents held
+    their files as written (docs/relevance.md)."""
     file_match: float = 10.0
     """The directive's rule is tied (by globs) to a file the user is editing."""
     always_apply: float = 4.0
