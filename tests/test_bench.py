@@ -255,6 +255,13 @@ def test_transformer_reference_scores_its_ranking_beside_ruledex_and_the_floor(
     assert result["ruledex"] == same_run["ruledex"] and result["bm25"] == same_run["bm25"]
     assert all(0.0 <= v <= 1.0 for v in result["transformer"].values())
     assert "transformer" in tf.format_table(result)
+    from .conftest import RULES
+
+    written = tf.run(queries, bundled_index, chunk_words=20, rules_dir=RULES)  # both read the files as written
+    with Index(bundled_index) as index:
+        floor = evaluate(index, load_queries(queries), rules_dir=RULES)
+    assert written["bm25"] == floor["bm25"] and written["pieces"] > result["pieces"]
+    assert written["documents"].startswith("the 17 source files as written")
 
 
 def test_transformer_reference_names_its_install_line_when_the_packages_are_missing(bundled_index: Path) -> None:
