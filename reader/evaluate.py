@@ -168,6 +168,8 @@ def source_documents(index: Index, root: Path) -> FloorDocuments:
     A missing or unreadable file is an error naming it; a file edited since the build is read as it
     is now and listed in ``changed``.
     """
+    if not Path(root).is_dir():
+        raise ConfigError(f"{root}: not a folder; pass --rules the folder the index was built from")
     texts: dict[str, str] = {}
     changed = []
     for rule in index.rules():

@@ -90,6 +90,8 @@ def test_floor_over_the_source_files_as_written(
     copy = shutil.copytree(RULES, tmp_path / "rules")
     (copy / "database.md").write_text((copy / "database.md").read_text(encoding="utf-8") + "\nEdited.\n")
     assert evaluate(index, few, rules_dir=copy)["floorDocuments"]["changedSinceBuild"] == ["database.md"]
+    with pytest.raises(ConfigError, match=r"nowhere: not a folder; pass --rules the folder"):
+        evaluate(index, few, rules_dir=tmp_path / "nowhere")
     (copy / "security.md").unlink()
     with pytest.raises(ConfigError, match=r"security\.md: cannot read the source of rule 'security'.*--rules"):
         evaluate(index, few, rules_dir=copy)
