@@ -30,10 +30,9 @@ import numpy as np
 from ruledex.reader.evaluate import (
     METRICS,
     evaluate,
+    floor_documents,
     load_queries,
     ranking_metrics,
-    rendered_documents,
-    source_documents,
 )
 from ruledex.reader.index import Index
 
@@ -77,7 +76,7 @@ def run(
     queries = load_queries(queries_path)
     model = load_teacher()
     with Index(index_path) as index:
-        documents = source_documents(index, rules_dir) if rules_dir is not None else rendered_documents(index)
+        documents = floor_documents(index, rules_dir)
         paths = list(documents.texts)
         pieces: list[str] = []
         owner: list[int] = []

@@ -143,11 +143,15 @@ class FloorDocuments:
     """The documents the floor searches, and what they are (for the report)."""
 
     texts: dict[str, str]
-    kind: str
-    """``"source files"`` or ``"index rendering"``."""
     root: str = ""
+    """The rules folder the files were read from; empty for the index's rendering."""
     changed: tuple[str, ...] = ()
     """Source files whose content differs from what the index was built from."""
+
+    @property
+    def kind(self) -> str:
+        """``"source files"`` or ``"index rendering"``."""
+        return "source files" if self.root else "index rendering"
 
     def describe(self) -> str:
         """What the floor searched, for the report's last line."""
@@ -159,7 +163,7 @@ class FloorDocuments:
 
 def rendered_documents(index: Index) -> FloorDocuments:
     """Each rule as the index renders it (``ruledex show``): all an index alone can give."""
-    return FloorDocuments({index.rule(i).path: render_rule(index, i) for i in range(index.n_rules)}, "index rendering")
+    return FloorDocuments({index.rule(i).path: render_rule(index, i) for i in range(index.n_rules)})
 
 
 def source_documents(index: Index, root: Path) -> FloorDocuments:
@@ -184,7 +188,12 @@ def source_documents(index: Index, root: Path) -> FloorDocuments:
         texts[rule.path] = text
         if rule.blob and blob_id(text) != rule.blob:
             changed.append(rule.path)
-    return FloorDocuments(texts, "source files", str(root), tuple(changed))
+    return FloorDocuments(texts, str(root), tuple(changed))
+
+
+def floor_documents(index: Index, rules_dir: Path | None) -> FloorDocuments:
+    """The source files in ``rules_dir`` when given, else the index's rendering of each rule."""
+    return source_documents(index, rules_dir) if rules_dir is not None else rendered_documents(index)
 
 
 def evaluate(
@@ -201,7 +210,7 @@ def evaluate(
     """
     if k < 1:
         raise ConfigError(f"k: must be at least 1, got {k}")
-    documents = source_documents(index, rules_dir) if rules_dir is not None else rendered_documents(index)
+    documents = floor_documents(index, rules_dir)
     floor = DocumentBM25(documents.texts)
     all_rules_tokens = sum(count_tokens(text) for text in documents.texts.values())
     rows = []
