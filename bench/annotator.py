@@ -25,6 +25,8 @@ from ruledex.reader.errors import ConfigError
 from ruledex.reader.evaluate import METRICS, DocumentBM25, evaluate, floor_documents, load_queries, ranking_metrics
 from ruledex.reader.index import Index
 
+from .report import table
+
 
 def load_rankings(path: Path, query_ids: list[str], documents: set[str]) -> dict[str, list[str]]:
     """Each task's ranked documents; an error names the line of a task, id or path that does not fit."""
@@ -79,16 +81,16 @@ def run(queries_path: Path, rankings_path: Path, index_path: Path, rules_dir: Pa
 
 def format_table(result: dict[str, Any]) -> str:
     """The four rankings side by side, and floor + 0.10 (issue #4's target) for nDCG@10."""
-    lines = [
-        f"{result['queries']} tasks; the reader names {result['meanDocuments']} documents per task",
-        f"documents: {result['documents']}",
-        f"{'metric':<10} {'reader':>8} {'reader+floor':>12} {'ruledex':>8} {'bm25':>8}",
-    ]
-    for m in METRICS:
-        values = (result["reader"][m], result["readerThenFloor"][m], result["ruledex"][m], result["bm25"][m])
-        lines.append(f"{m:<10} {values[0]:>8.3f} {values[1]:>12.3f} {values[2]:>8.3f} {values[3]:>8.3f}")
-    lines.append(f"floor + 0.10 (issue #4's nDCG@10 target): {result['bm25']['ndcg@10'] + 0.10:.3f}")
-    return "\n".join(lines)
+    systems = ("reader", "readerThenFloor", "ruledex", "bm25")
+    rows = [[m, *(f"{result[s][m]:.3f}" for s in systems)] for m in METRICS]
+    return "\n".join(
+        [
+            f"{result['queries']} tasks; the reader names {result['meanDocuments']} documents per task",
+            f"documents: {result['documents']}",
+            table(("metric", "reader", "reader+floor", "ruledex", "bm25"), rows),
+            f"floor + 0.10 (issue #4's nDCG@10 target): {result['bm25']['ndcg@10'] + 0.10:.3f}",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
