@@ -15,7 +15,7 @@ import msgpack
 import numpy as np
 
 from ruledex.reader.encode import unit_rows
-from ruledex.reader.format import RULE_ALWAYS_APPLY, RULE_HAS_GLOBS
+from ruledex.reader.format import RULE_ALWAYS_APPLY, RULE_DECLARED, RULE_HAS_GLOBS
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import keywords
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SEVERITIES, TOPICS, layer_mask, topic_mask
@@ -34,12 +34,17 @@ def directive_tables(directives: list[DirectiveRecord]) -> dict[str, np.ndarray]
 
 
 def rule_tables(rules: list[RuleRecord]) -> dict[str, np.ndarray]:
-    """Per-rule authority mask, core flag, and alwaysApply/globs flags."""
+    """Per-rule authority mask, core flag, and alwaysApply / globs / declared-topics flags."""
     return {
         "rule_authority": np.array([topic_mask(r.authoritative_for) for r in rules], dtype="<u4"),
         "rule_core": np.array([CORE_MARKER in r.authoritative_for for r in rules], dtype="|u1"),
         "rule_flags": np.array(
-            [(RULE_ALWAYS_APPLY if r.always_apply else 0) | (RULE_HAS_GLOBS if r.globs else 0) for r in rules],
+            [
+                (RULE_ALWAYS_APPLY if r.always_apply else 0)
+                | (RULE_HAS_GLOBS if r.globs else 0)
+                | (0 if "topics" in r.inferred else RULE_DECLARED)
+                for r in rules
+            ],
             dtype="|u1",
         ),
     }

@@ -457,8 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--half",
         choices=("even", "odd"),
-        help="only the even (1st, 3rd, ...) or odd (2nd, 4th, ...) tasks: ranking weights were chosen on the "
-        "even ones, so the odd ones are held out",
+        help="only the even (1st, 3rd, ...) or odd (2nd, 4th, ...) tasks: the default ranking weights were chosen on the "
+        "even ones of the shipped sets, so the odd ones are held out",
     )
     p.add_argument("--json", action="store_true", help="print the full report with per-query rows")
     p.set_defaults(run=cmd_eval)

@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .index import Index
 from .options import EVAL_K
 from .query import query_directives
+from .rank import RankWeights
 from .records import blob_id
 from .text import count_tokens, keywords
 
@@ -202,11 +203,13 @@ def evaluate(
     options: dict[str, Any] | None = None,
     k: int = EVAL_K,
     rules_dir: Path | None = None,
+    weights: RankWeights | None = None,
 ) -> dict[str, Any]:
     """Run every query; return mean metrics for ruledex and the BM25 floor (cutoffs 5 and ``k``), and per-query rows.
 
     With ``rules_dir`` the floor, and the tokens a naive setup pastes in, are taken from the source
-    files as written; without it, from the index's rendering of each rule.
+    files as written; without it, from the index's rendering of each rule. ``weights`` replace the
+    index's own ranking weights (for tuning them: ``python -m bench.tune``).
     """
     if k < 1:
         raise ConfigError(f"k: must be at least 1, got {k}")
@@ -215,7 +218,7 @@ def evaluate(
     all_rules_tokens = sum(count_tokens(text) for text in documents.texts.values())
     rows = []
     for q in queries:
-        answer = query_directives(index, q.task, options=options)
+        answer = query_directives(index, q.task, options=options, weights=weights)
         ours = ruledex_ranking(answer, index)
         base = floor.rank(q.task)
         diag = answer["diagnostics"]

@@ -97,7 +97,7 @@ SECTIONS: dict[str, SectionSpec] = {
     # per-rule tables
     "rule_authority": SectionSpec("<u4", 1, "topic mask of authoritative_for (rules,)"),
     "rule_core": SectionSpec("|u1", 1, "1 if the rule is a core rule, authoritative for '*' (rules,)"),
-    "rule_flags": SectionSpec("|u1", 1, "RULE_ALWAYS_APPLY | RULE_HAS_GLOBS bits per rule (rules,)"),
+    "rule_flags": SectionSpec("|u1", 1, "RULE_ALWAYS_APPLY | RULE_HAS_GLOBS | RULE_DECLARED bits per rule (rules,)"),
     "wta_vectors": SectionSpec("<f4", 2, "unit-norm when_to_apply phrase embeddings (phrases, dim)"),
     "wta_rule": SectionSpec("<u4", 1, "rule index of each when_to_apply phrase (phrases,)"),
     # detection tables learnt from the rules
@@ -117,6 +117,10 @@ RULE_ALWAYS_APPLY = 1
 RULE_HAS_GLOBS = 2
 """``rule_flags`` bit: the rule is tied to file globs. With the bit above, a query knows which rules
 it must consider without decoding every rule record (4,998 records cost ~320 ms at 100k directives)."""
+RULE_DECLARED = 4
+"""``rule_flags`` bit: the rule's authors wrote its topics (a ruledex rule document), where a rule
+imported from another tool's format has them inferred. Indexes built before the bit existed have
+it clear everywhere, so they keep the ranking they were built for (``rank.weights_for``)."""
 
 
 def _align(n: int) -> int:

@@ -267,6 +267,11 @@ class Index:
         return frozenset(int(i) for i in np.flatnonzero(self.rule_flags & fmt.RULE_ALWAYS_APPLY))
 
     @cached_property
+    def declared_share(self) -> float:
+        """Share of the rules whose authors wrote their topics (``RULE_DECLARED``; 0 for an empty index)."""
+        return float(np.count_nonzero(self.rule_flags & fmt.RULE_DECLARED)) / self.n_rules if self.n_rules else 0.0
+
+    @cached_property
     def glob_rules(self) -> dict[int, RuleRecord]:
         """The rules tied to file globs, by position: only their records are decoded."""
         return {int(i): self.rule(int(i)) for i in np.flatnonzero(self.rule_flags & fmt.RULE_HAS_GLOBS)}

@@ -20,7 +20,7 @@ from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .options import QueryOptions
-from .rank import DEFAULT_WEIGHTS, RankWeights, diverse_head, near_duplicates, order, score
+from .rank import RankWeights, diverse_head, near_duplicates, order, score, weights_for
 from .records import RuleRecord
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
@@ -173,11 +173,15 @@ def rank_task(
     task: str,
     mode: str | None,
     opts: QueryOptions,
-    weights: RankWeights = DEFAULT_WEIGHTS,
+    weights: RankWeights | None = None,
     index_name: str = "",
     llm_answer: LLMAnswer | None = None,
 ) -> Ranked:
-    """Detect, retrieve, filter and rank one index's directives for a task (no rendering)."""
+    """Detect, retrieve, filter and rank one index's directives for a task (no rendering).
+
+    ``weights`` default to the index's own (:func:`~ruledex.reader.rank.weights_for`): rules that
+    declare their topics rank by what they declare first.
+    """
     timings: dict[str, float] = {}
     notes: list[str] = []
     t0 = time.perf_counter()
@@ -229,7 +233,7 @@ def rank_task(
             scoped=scoped,
             always=always,
         )
-        scored = score(feats, weights)
+        scored = score(feats, weights or weights_for(index.declared_share))
         positions = order(scored.total, got.ids)
         head = diverse_head(positions, candidate_rules, max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
@@ -316,7 +320,7 @@ def query_directives(
     mode: str | None = None,
     options: QueryOptions | dict[str, Any] | None = None,
     *,
-    weights: RankWeights = DEFAULT_WEIGHTS,
+    weights: RankWeights | None = None,
     llm: LLMConfig | None = None,
 ) -> dict[str, Any]:
     """Answer a task with the directives that matter: ``{context_block, citations, diagnostics}``."""
@@ -336,7 +340,7 @@ def query_indexes(
     mode: str | None = None,
     options: QueryOptions | dict[str, Any] | None = None,
     *,
-    weights: RankWeights = DEFAULT_WEIGHTS,
+    weights: RankWeights | None = None,
     llm: LLMConfig | None = None,
 ) -> dict[str, Any]:
     """Answer from several layered indexes at once (organisation, team, project), or from one.

@@ -8,6 +8,7 @@ to end on a tiny corpus and writes valid JSON.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import subprocess
 import sys
@@ -354,3 +355,72 @@ def test_annotator_files_rank_every_labeled_task_with_existing_documents(
     ids = [q.id for q in load_queries(REPO / "tests" / "data" / labels)]
     got = load_rankings(REPO / "tests" / "data" / rankings, ids, names)
     assert set(got) == set(ids) and all(got[q] for q in ids)
+
+
+def test_tune_tries_multiples_of_each_weight() -> None:
+    from bench.tune import candidates
+
+    assert candidates(4.0) == [0.0, 2.0, 3.0, 5.0, 6.0, 8.0]
+    assert candidates(0.0) == [1.0, 2.0]
+
+
+def test_tune_search_climbs_one_weight_at_a_time_and_never_loses() -> None:
+    from bench.tune import search
+    from ruledex.reader.rank import DEFAULT_WEIGHTS
+
+    def objective(w) -> float:  # best at authority 16, topic 5: a bowl the search must walk down to
+        return -((w.authority - 16.0) ** 2) - (w.topic - 5.0) ** 2
+
+    found, steps = search(objective, DEFAULT_WEIGHTS)
+    assert (found.authority, found.topic) == (16.0, 5.0)
+    assert {s[0] for s in steps} == {"authority"} and steps[0][1:3] == (4.0, 5.0) and steps[-1][2] == 16.0
+    values = [objective(DEFAULT_WEIGHTS), *(s[3] for s in steps)]
+    assert all(a < b for a, b in itertools.pairwise(values))  # every accepted step gains
+
+
+def test_tune_measures_the_tuning_set_and_the_held_out_sets_beside_the_floor(
+    bundled_index: Path, tmp_path: Path
+) -> None:
+    from bench.tune import format_table, run
+    from ruledex.reader.evaluate import evaluate, load_queries
+    from ruledex.reader.index import Index
+
+    from .conftest import RULES
+
+    data = REPO / "tests" / "data"
+    tuning, held = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+    tuning.write_text("\n".join((data / "train_bundled.jsonl").read_text().splitlines()[:4]) + "\n")
+    held.write_text("\n".join((data / "eval_bundled.jsonl").read_text().splitlines()[:4]) + "\n")
+    result = run(tuning, bundled_index, [held], rules_dir=RULES, passes=0, log=lambda _: None)
+    assert result["weights"] == result["start"] and [r["role"] for r in result["sets"]] == ["measured", "held out"]
+    with Index(bundled_index) as index:
+        same = evaluate(index, load_queries(held), rules_dir=RULES)
+    assert (
+        result["sets"][1]["before"] == same["ruledex"]["ndcg@10"]
+        and result["sets"][1]["floor"] == same["bm25"]["ndcg@10"]
+    )
+    assert "train.jsonl" in format_table(result)
+
+
+def test_tune_can_detect_with_a_task_model_that_never_saw_the_tuning_tasks() -> None:
+    from bench.tune import TRAIN_SETS, task_model_without
+    from ruledex.reader import detect
+
+    shipped = detect.shipped_model
+    with task_model_without(TRAIN_SETS) as left_out:
+        assert left_out == sum(len(p.read_text().splitlines()) for p in TRAIN_SETS)
+        assert detect.shipped_model() is not shipped()
+    assert detect.shipped_model is shipped
+
+
+def test_training_query_sets_grade_existing_documents_of_training_tasks() -> None:
+    from ruledex.builder.task_training import TASKS_FILE, load_tasks
+    from ruledex.reader.evaluate import load_queries
+
+    from .conftest import RULES
+
+    training = {t.task for t in load_tasks(TASKS_FILE)}
+    queries = load_queries(REPO / "tests" / "data" / "train_bundled.jsonl")
+    names = {p.name for p in RULES.glob("*.md")} - {"README.md", "CONTRIBUTING.md"}
+    assert len(queries) == 400 and all(q.task in training for q in queries)
+    assert all(q.relevant and set(q.relevant) <= names and set(q.relevant.values()) <= {1, 2} for q in queries)

@@ -1,0 +1,79 @@
+"""Issue 4: rules whose authors declared their topics rank by what they declared; imported rules by their words.
+
+ruledex rule documents state their topics, authority and when-to-apply; rules imported from Cursor,
+Copilot or AGENTS.md files have them inferred. The builder marks the first kind in ``rule_flags``
+and the reader picks ``DECLARED_WEIGHTS`` for an index made mostly of them (docs/relevance.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ruledex.builder.build import build
+from ruledex.reader.evaluate import ruledex_ranking
+from ruledex.reader.index import Index
+from ruledex.reader.query import query_directives
+from ruledex.reader.rank import DECLARED_SHARE, DECLARED_WEIGHTS, DEFAULT_WEIGHTS, weights_for
+
+from .conftest import rule_doc, write_rules
+
+CURSOR_MDC = """
+---
+description: React component rules for the web app
+globs: src/**/*.tsx
+alwaysApply: false
+---
+# React rules
+
+## Components
+- Always use function components with hooks.
+- Keep components small and give every list item a stable key.
+"""
+
+
+def _index(tmp_path: Path, files: dict[str, str]) -> Path:
+    out = tmp_path / "rules.ruledex"
+    build(write_rules(tmp_path / "rules", files), out)
+    return out
+
+
+def test_the_index_knows_which_rules_declare_their_topics(tmp_path: Path) -> None:
+    mixed = _index(
+        tmp_path,
+        {
+            "api.md": rule_doc("## Endpoints\n\n- [MUST] Validate every request body.", id="api"),
+            "react.mdc": CURSOR_MDC,
+        },
+    )
+    with Index(mixed) as index:
+        assert index.declared_share == 0.5  # the ruledex document declares, the Cursor file's topics are inferred
+    assert weights_for(1.0) is DECLARED_WEIGHTS and weights_for(DECLARED_SHARE) is DECLARED_WEIGHTS
+    assert weights_for(0.0) is DEFAULT_WEIGHTS and weights_for(DECLARED_SHARE - 0.01) is DEFAULT_WEIGHTS
+
+
+def _weighted(answer: dict, name: str) -> list[float]:
+    return [row[name] for row in answer["diagnostics"]["scores"]]
+
+
+def test_declared_rules_rank_with_the_declared_weights_unless_weights_are_given(bundled_index: Path) -> None:
+    task = "Add type hints to the reporting package"
+    options = {"includeDiagnostics": True}
+    with Index(bundled_index) as index:
+        assert index.declared_share == 1.0
+        own = query_directives(index, task, options=options)
+        given = query_directives(index, task, options=options, weights=DEFAULT_WEIGHTS)
+        picked = ruledex_ranking(own, index)[:3]
+    # DECLARED_WEIGHTS leave the directive's own cosine and the whole-document BM25 out
+    assert set(_weighted(own, "semanticSim")) == {0.0} and set(_weighted(own, "ruleLexical")) == {0.0}
+    assert max(_weighted(given, "semanticSim")) > 0 and max(_weighted(given, "ruleLexical")) > 0
+    # what the rules declare leads: the rule for type checks is among the first three, as its example expects
+    assert "code-quality.md" in picked
+
+
+def test_imported_rules_keep_the_default_weights(tmp_path: Path) -> None:
+    with Index(_index(tmp_path, {"react.mdc": CURSOR_MDC})) as index:
+        assert index.declared_share == 0.0
+        answer = query_directives(
+            index, "Give the list items in the React table stable keys", options={"includeDiagnostics": True}
+        )
+    assert max(_weighted(answer, "semanticSim")) > 0 and max(_weighted(answer, "ruleLexical")) > 0
