@@ -15,7 +15,6 @@ Example: python -m bench.annotator --queries tests/data/eval_bundled.jsonl \
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from ruledex.reader.errors import ConfigError
 from ruledex.reader.evaluate import METRICS, DocumentBM25, evaluate, floor_documents, load_queries, ranking_metrics
 from ruledex.reader.index import Index
 
+from .labeled import labeled_set_parser, print_result
 from .report import table
 
 
@@ -95,24 +95,14 @@ def format_table(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: a labeled set, the reader's rankings of it and its index; a table, or JSON."""
-    p = argparse.ArgumentParser(
-        prog="python -m bench.annotator",
-        description="Score an independent reader's document picks on a labeled query set with ruledex eval's "
+    p = labeled_set_parser(
+        "python -m bench.annotator",
+        "Score an independent reader's document picks on a labeled query set with ruledex eval's "
         "metrics, alone and padded with the BM25 floor, beside ruledex and the floor (issue #4's ceiling).",
     )
-    p.add_argument("--queries", type=Path, required=True, help="JSONL labeled tasks (as for ruledex eval)")
     p.add_argument("--rankings", type=Path, required=True, help="JSONL {id, ranked: [path, ...]} per task")
-    p.add_argument("--index", type=Path, required=True, help="index built from the rules the set labels")
-    p.add_argument("--rules", type=Path, help="the folder the index was built from: the floor reads its files")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
-    try:
-        result = run(args.queries, args.rankings, args.index, args.rules)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2) if args.json else format_table(result))
-    return 0
+    return print_result(args, lambda: run(args.queries, args.rankings, args.index, args.rules), format_table)
 
 
 if __name__ == "__main__":

