@@ -4,7 +4,8 @@ The ranking weights (``reader/rank.py``) are chosen, and re-checked, this way: s
 weight set, try each weight at 0, 0.5, 0.75, 1.25, 1.5 and 2 times its value, keep any change
 that raises mean nDCG@10 on the tuning set by more than ``--min-gain``, and repeat until a pass
 changes nothing. Every labeled set named with ``--check`` is measured before and after, never
-searched. ``DECLARED_WEIGHTS`` came from::
+searched. ``DECLARED_WEIGHTS`` came from this, at eff90d4 (before declared rules got their own
+strict-layer threshold, which the search runs with now)::
 
     python -m bench.tune --queries tests/data/train_bundled.jsonl --index /tmp/bundled.ruledex \
         --start default --check tests/data/eval_bundled.jsonl
@@ -27,7 +28,7 @@ from typing import Any
 
 from ruledex.reader.evaluate import LabeledQuery, evaluate, load_queries
 from ruledex.reader.index import Index
-from ruledex.reader.rank import DECLARED_WEIGHTS, DEFAULT_WEIGHTS, FEATURES, RankWeights, weights_for
+from ruledex.reader.rank import DECLARED_WEIGHTS, DEFAULT_WEIGHTS, FEATURES, RankWeights, ranking_for
 
 from .labeled import labeled_set_parser, print_result
 from .report import table
@@ -104,9 +105,9 @@ def run(
     tuning = load_queries(queries)
     checked = {str(path): load_queries(path) for path in checks}
     with Index(index_path) as index, task_model_without(TRAIN_SETS) if held_out_model else _nothing() as left_out:
-        first = {"default": DEFAULT_WEIGHTS, "declared": DECLARED_WEIGHTS}.get(start) or weights_for(
+        first = {"default": DEFAULT_WEIGHTS, "declared": DECLARED_WEIGHTS}.get(start) or ranking_for(
             index.declared_share
-        )
+        ).weights
 
         found, steps = search(lambda weights: ndcg10(index, tuning, weights), first, min_gain, passes)
         for name, old, new, value in steps:

@@ -120,7 +120,7 @@ it must consider without decoding every rule record (4,998 records cost ~320 ms 
 RULE_DECLARED = 4
 """``rule_flags`` bit: the rule's authors wrote its topics (a ruledex rule document), where a rule
 imported from another tool's format has them inferred. Indexes built before the bit existed have
-it clear everywhere, so they keep the ranking they were built for (``rank.weights_for``)."""
+it clear everywhere, so they keep the ranking they were built for (``rank.ranking_for``)."""
 
 
 def _align(n: int) -> int:

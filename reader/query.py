@@ -20,7 +20,7 @@ from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .options import QueryOptions
-from .rank import RankWeights, diverse_head, near_duplicates, order, score, weights_for
+from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
 from .records import RuleRecord
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
@@ -33,10 +33,6 @@ MAX_TASK_CHARS = 8000
 
 SEMANTIC_MIN = 0.45
 """A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
-
-STRICT_MIN_CONFIDENCE = 0.65
-"""strictLayer filters by layer only when detection is at least this confident (measured with
-``ruledex eval``: below it the detected layer was right about half the time); else it boosts."""
 
 
 def check_mode(mode: str | None) -> str | None:
@@ -179,7 +175,7 @@ def rank_task(
 ) -> Ranked:
     """Detect, retrieve, filter and rank one index's directives for a task (no rendering).
 
-    ``weights`` default to the index's own (:func:`~ruledex.reader.rank.weights_for`): rules that
+    ``weights`` default to the index's own (:func:`~ruledex.reader.rank.ranking_for`): rules that
     declare their topics rank by what they declare first.
     """
     timings: dict[str, float] = {}
@@ -202,10 +198,13 @@ def rank_task(
         # Cursor's semantics: a rule scoped by globs applies when a matching file is being edited
         elsewhere = sorted(set(index.glob_rules) - scoped)
         keep &= ~in_rules(candidate_rules, elsewhere)
-    strict = opts.strictLayer and layer is not None and (bool(opts.layer) or det.confidence >= STRICT_MIN_CONFIDENCE)
+    ranking = ranking_for(index.declared_share)
+    sure = det.confidence >= ranking.strict_min_confidence
+    strict = opts.strictLayer and layer is not None and (bool(opts.layer) or sure)
     if opts.strictLayer and layer is not None and not strict:
         notes.append(
-            f"strictLayer relaxed: layer {layer} detected with low confidence ({det.confidence:.2f}); used as a boost"
+            f"strictLayer relaxed: layer {layer} detected with confidence {det.confidence:.2f}, below this index's "
+            f"{ranking.strict_min_confidence:.2f}; used as a boost"
         )
     if strict:
         allowed_layers = (layer,) if opts.layer else det.layers()
@@ -233,7 +232,7 @@ def rank_task(
             scoped=scoped,
             always=always,
         )
-        scored = score(feats, weights or weights_for(index.declared_share))
+        scored = score(feats, weights or ranking.weights)
         positions = order(scored.total, got.ids)
         head = diverse_head(positions, candidate_rules, max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))

@@ -13,7 +13,7 @@ from ruledex.builder.build import build
 from ruledex.reader.evaluate import ruledex_ranking
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
-from ruledex.reader.rank import DECLARED_SHARE, DECLARED_WEIGHTS, DEFAULT_WEIGHTS, weights_for
+from ruledex.reader.rank import DECLARED_RANKING, DECLARED_SHARE, DEFAULT_RANKING, DEFAULT_WEIGHTS, ranking_for
 
 from .conftest import rule_doc, write_rules
 
@@ -47,8 +47,8 @@ def test_the_index_knows_which_rules_declare_their_topics(tmp_path: Path) -> Non
     )
     with Index(mixed) as index:
         assert index.declared_share == 0.5  # the ruledex document declares, the Cursor file's topics are inferred
-    assert weights_for(1.0) is DECLARED_WEIGHTS and weights_for(DECLARED_SHARE) is DECLARED_WEIGHTS
-    assert weights_for(0.0) is DEFAULT_WEIGHTS and weights_for(DECLARED_SHARE - 0.01) is DEFAULT_WEIGHTS
+    assert ranking_for(1.0) is DECLARED_RANKING and ranking_for(DECLARED_SHARE) is DECLARED_RANKING
+    assert ranking_for(0.0) is DEFAULT_RANKING and ranking_for(DECLARED_SHARE - 0.01) is DEFAULT_RANKING
 
 
 def _weighted(answer: dict, name: str) -> list[float]:
@@ -77,3 +77,31 @@ def test_imported_rules_keep_the_default_weights(tmp_path: Path) -> None:
             index, "Give the list items in the React table stable keys", options={"includeDiagnostics": True}
         )
     assert max(_weighted(answer, "semanticSim")) > 0 and max(_weighted(answer, "ruleLexical")) > 0
+
+
+def test_a_detected_layer_filters_declared_rules_only_when_detection_is_nearly_certain(bundled_index: Path) -> None:
+    task = "Write a Dockerfile for our FastAPI service"  # detected as 2-Application, confidence about 0.46
+    with Index(bundled_index) as index:
+        answer = query_directives(index, task)
+        chosen = query_directives(index, task, options={"layer": "7-Deployment"})
+        layers = [index.directive(index.directive_positions[c["id"]]).layers for c in chosen["citations"]]
+    threshold = DECLARED_RANKING.strict_min_confidence
+    assert DEFAULT_RANKING.strict_min_confidence < threshold
+    assert answer["diagnostics"]["confidence"] < threshold
+    assert any(f"below this index's {threshold:.2f}; used as a boost" in n for n in answer["diagnostics"]["notes"])
+    assert any(c["sourcePath"] == "deployment.md" for c in answer["citations"])  # the guess did not filter it out
+    # a layer the caller names still filters: only its directives and those for every layer remain
+    assert layers and all("7-Deployment" in ls or "*" in ls for ls in layers)
+
+
+def test_a_confident_guess_below_the_declared_threshold_keeps_other_layers_rules(bundled_index: Path) -> None:
+    task = "Write integration tests for the orders API"  # 5-Tests at about 0.79: filtered under the default ranking
+    with Index(bundled_index) as index:
+        answer = query_directives(index, task)
+        layers = {
+            c["sourcePath"]: index.directive(index.directive_positions[c["id"]]).layers for c in answer["citations"]
+        }
+    confidence = answer["diagnostics"]["confidence"]
+    assert DEFAULT_RANKING.strict_min_confidence <= confidence < DECLARED_RANKING.strict_min_confidence
+    assert answer["diagnostics"]["detectedLayer"] == "5-Tests"
+    assert "api-design.md" in layers and "5-Tests" not in layers["api-design.md"]  # the API rules still apply
