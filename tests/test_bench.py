@@ -424,3 +424,59 @@ def test_training_query_sets_grade_existing_documents_of_training_tasks() -> Non
     names = {p.name for p in RULES.glob("*.md")} - {"README.md", "CONTRIBUTING.md"}
     assert len(queries) == 400 and all(q.task in training for q in queries)
     assert all(q.relevant and set(q.relevant) <= names and set(q.relevant.values()) <= {1, 2} for q in queries)
+
+
+def test_precision_counts_relevant_directives_among_the_judged_ones() -> None:
+    from bench.precision import block_scores
+
+    assert block_scores(["a", "b", "c", "x"], {"a": 2, "b": 1, "c": 0}) == (2 / 3, 1, 1)
+    assert block_scores(["x"], {"a": 2}) == (None, 0, 1)
+
+
+def test_precision_judgments_name_the_line_of_a_bad_grade(tmp_path: Path) -> None:
+    from bench.precision import load_judgments
+    from ruledex.reader.errors import ConfigError
+
+    path = tmp_path / "j.jsonl"
+    path.write_text(
+        '{"id": "q1", "task": "t", "grades": {"a#b-1": 2}}\n{"id": "q2", "task": "t", "grades": {"a#b-1": 3}}\n'
+    )
+    with pytest.raises(ConfigError, match=r"j.jsonl:2: grades are 0, 1 or 2"):
+        load_judgments(path)
+
+
+def test_precision_answers_with_the_ranking_it_names_and_puts_the_index_back(
+    bundled_index: Path, tmp_path: Path
+) -> None:
+    from bench.precision import block_scores, format_table, load_judgments, run
+    from ruledex.reader import query
+    from ruledex.reader.index import Index
+
+    lines = (REPO / "tests" / "data" / "judged_directives_bundled.jsonl").read_text().splitlines()[:5]
+    path = tmp_path / "j.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    own = query.ranking_for
+    result = run(path, bundled_index, ["index", "default"])
+    assert query.ranking_for is own
+    with Index(bundled_index) as index:  # the bundled rules declare their topics: "index" is the declared ranking
+        shares = [
+            block_scores([c["id"] for c in query.query_directives(index, t["task"])["citations"]], t["grades"])[0]
+            for t in load_judgments(path)
+        ]
+    assert result["rankings"][0]["precision"] == round(sum(shares) / len(shares), 4)
+    assert [r["ranking"] for r in result["rankings"]] == ["index", "default"] and "grade-2 per block" in format_table(
+        result
+    )
+
+
+def test_judged_directives_exist_in_the_bundled_index_for_labeled_or_fresh_tasks(index) -> None:
+    from bench.precision import load_judgments
+
+    tasks = {
+        json.loads(line)["id"]: json.loads(line)["task"]
+        for name in ("eval_bundled.jsonl", "train_bundled.jsonl")
+        for line in (REPO / "tests" / "data" / name).read_text().splitlines()
+    }
+    judged = load_judgments(REPO / "tests" / "data" / "judged_directives_bundled.jsonl")
+    assert len(judged) == 80 and all(tasks[t["id"]] == t["task"] for t in judged)
+    assert all(d in index.directive_positions for t in judged for d in t["grades"])
