@@ -157,6 +157,9 @@ class Ranked:
     considered: int
     timings: dict[str, float]
     file_rules: list[str] = field(default_factory=list)
+    min_score: float = 0.0
+    """Directives scoring below this are left out of the block (the ranking's relative cut)."""
+    index_name: str = ""
 
 
 SCOPE_BOOST: dict[str, float] = {"global": 0.0, "team": 1.0, "project": 2.0}
@@ -253,7 +256,9 @@ def rank_task(
             "files were given but no rule in this index is tied to file globs; they did not change the ranking"
         )
     matched = sorted(index.rule(i).id for i in scoped)
-    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched)
+    best = max((item.score for item in items), default=0.0)
+    cut = ranking.relative_cut * best if best > 0 else 0.0
+    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name)
 
 
 @dataclass(frozen=True)
@@ -411,6 +416,7 @@ def query_indexes(
         breadcrumbs=opts.includeBreadcrumbs,
         rationale=opts.includeRationale,
         today=dt.date.today().isoformat(),
+        min_scores={r.index_name: r.min_score for r in results},
     )
     stale = [c["id"] for c in rendered.citations if c["stale"]]
     if stale:

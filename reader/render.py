@@ -18,6 +18,8 @@ from .text import count_tokens
 from .vocab import SEVERITIES
 
 GUARANTEED_MUST = 3
+MIN_SHOWN = 3
+"""The first this many ranked directives are never left out for relevance (``min_scores``)."""
 
 
 class Item(NamedTuple):
@@ -92,8 +94,14 @@ def render(
     breadcrumbs: bool = True,
     rationale: bool = False,
     today: str = "",
+    min_scores: dict[str, float] | None = None,
 ) -> Rendered:
-    """Choose and format items under the budget; never drops anything without saying so."""
+    """Choose and format items under the budget; never drops anything without saying so.
+
+    ``min_scores`` (index name -> score) leaves out items that score below their index's minimum,
+    past the first :data:`MIN_SHOWN` ranked items and the guaranteed MUST directives.
+    """
+    floors = min_scores or {}
     lines: dict[int, str] = {}
     cost: dict[int, int] = {}
 
@@ -111,11 +119,13 @@ def render(
     used += sum(cost_of(item) for item in chosen)
     omitted: list[dict[str, Any]] = []
     guaranteed = {id(item) for item in musts}
-    for item in ranked:
+    for position, item in enumerate(ranked):
         if id(item) in guaranteed:
             continue
         reason = ""
-        if len(chosen) >= max_items:
+        if position >= MIN_SHOWN and item.score < floors.get(item.index_name, 0.0):
+            reason = "relevance"
+        elif len(chosen) >= max_items:
             reason = "maxItems"
         elif used + cost_of(item) > token_budget:
             reason = "tokenBudget"

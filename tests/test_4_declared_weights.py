@@ -105,3 +105,41 @@ def test_a_confident_guess_below_the_declared_threshold_keeps_other_layers_rules
     assert DEFAULT_RANKING.strict_min_confidence <= confidence < DECLARED_RANKING.strict_min_confidence
     assert answer["diagnostics"]["detectedLayer"] == "5-Tests"
     assert "api-design.md" in layers and "5-Tests" not in layers["api-design.md"]  # the API rules still apply
+
+
+def test_declared_rules_leave_out_directives_far_below_the_best_and_say_so(bundled_index: Path, tmp_path: Path) -> None:
+    from ruledex.reader.render import MIN_SHOWN
+
+    task = "Write a database migration for the invoices table"
+    with Index(bundled_index) as index:
+        answer = query_directives(index, task, options={"maxItems": 12, "tokenBudget": 8000})
+    cut = [o for o in answer["diagnostics"]["omitted"] if o["reason"] == "relevance"]
+    best = max(c["score"] for c in answer["citations"])
+    assert cut and len(answer["citations"]) < 12  # room was left: the cut, not the budget, kept them out
+    assert all(o["score"] < DECLARED_RANKING.relative_cut * best for o in cut)
+    assert len(answer["citations"]) >= MIN_SHOWN
+    with Index(_index(tmp_path, {"react.mdc": CURSOR_MDC})) as imported:  # imported rules keep what fits
+        plain = query_directives(
+            imported, "Give the list items in the React table stable keys", options={"maxItems": 12}
+        )
+    assert DEFAULT_RANKING.relative_cut == 0 and not any(
+        o["reason"] == "relevance" for o in plain["diagnostics"]["omitted"]
+    )
+
+
+def test_render_cuts_below_the_minimum_but_keeps_the_first_ranked_and_the_guaranteed_musts() -> None:
+    from ruledex.reader.records import DirectiveRecord, RuleRecord
+    from ruledex.reader.render import MIN_SHOWN, Item, render
+
+    rule = RuleRecord(id="r", title="R", path="r.md", layers=("*",), topics=("api",))
+    scores = [10.0, 3.0, 2.0, 9.0, 1.0, 0.5]  # in rank order; a MUST last, far below the minimum
+    severities = ["SHOULD", "SHOULD", "SHOULD", "SHOULD", "SHOULD", "MUST"]
+    items = [
+        Item(DirectiveRecord(id=f"r#d-{i}", rule=0, section=("S",), severity=sev, text=f"Do thing {i}."), rule, s)
+        for i, (s, sev) in enumerate(zip(scores, severities, strict=True))
+    ]
+    out = render(items, header="", footer="", token_budget=8000, max_items=12, min_scores={"": 8.0})
+    shown = [c["id"] for c in out.citations]
+    assert shown[:MIN_SHOWN] == ["r#d-0", "r#d-1", "r#d-2"]  # the first three stay whatever they score
+    assert "r#d-3" in shown and "r#d-5" in shown  # 9.0 clears the minimum; the only MUST is guaranteed
+    assert out.omitted == [{"id": "r#d-4", "score": 1.0, "reason": "relevance"}]

@@ -72,7 +72,7 @@ def test_token_budget_is_respected_except_guaranteed_musts(index: Index) -> None
             assert all(c["severity"] == "MUST" for c in result["citations"])
             assert len(result["citations"]) <= 3
         omitted = result["diagnostics"]["omitted"]
-        assert all(o["reason"] in {"tokenBudget", "maxItems"} for o in omitted)
+        assert all(o["reason"] in {"tokenBudget", "maxItems", "relevance"} for o in omitted)
 
 
 def test_budget_cut_is_reported_not_silent(index: Index) -> None:
