@@ -1,8 +1,9 @@
 """``python -m bench.precision``: how many of the directives a block shows are relevant, by graded judgments.
 
 ``ruledex eval`` ranks documents: it cannot see which directives of a right document the block
-picked. Here a separate session graded, for 80 bundled-rule tasks (40 labeled, 40 fresh), every
-directive any of several rankings showed: 2 = governs the work, 1 = somewhat relevant, 0 = not
+picked. Here separate sessions graded, for 160 bundled-rule tasks (80 labeled, 80 fresh, in two
+rounds: the second checked what the first decided), every directive any of several rankings
+showed: 2 = governs the work, 1 = somewhat relevant, 0 = not
 (``tests/data/judged_directives_bundled.jsonl``, one ``{"id", "task", "grades": {directive id:
 grade}}`` per task). For each ranking named with ``--ranking`` this answers every task and reports
 the block's share of directives graded 1 or 2, the grade-2 directives per block, and how many shown

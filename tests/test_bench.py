@@ -478,5 +478,5 @@ def test_judged_directives_exist_in_the_bundled_index_for_labeled_or_fresh_tasks
         for line in (REPO / "tests" / "data" / name).read_text().splitlines()
     }
     judged = load_judgments(REPO / "tests" / "data" / "judged_directives_bundled.jsonl")
-    assert len(judged) == 80 and all(tasks[t["id"]] == t["task"] for t in judged)
+    assert len(judged) == 160 and all(tasks[t["id"]] == t["task"] for t in judged)
     assert all(d in index.directive_positions for t in judged for d in t["grades"])
