@@ -480,3 +480,26 @@ def test_judged_directives_exist_in_the_bundled_index_for_labeled_or_fresh_tasks
     judged = load_judgments(REPO / "tests" / "data" / "judged_directives_bundled.jsonl")
     assert len(judged) == 160 and all(tasks[t["id"]] == t["task"] for t in judged)
     assert all(d in index.directive_positions for t in judged for d in t["grades"])
+
+
+def test_judged_corpus_directives_exist_in_the_corpus_index(tmp_path: Path) -> None:
+    from bench.precision import load_judgments
+    from ruledex.builder.build import build
+    from ruledex.reader.index import Index
+
+    from .conftest import SHARED
+
+    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
+    if not corpus.is_dir():
+        pytest.skip(f"{corpus} is absent (the public corpus sits beside the clone in CI only)")
+    data = REPO / "tests" / "data"
+    tasks = {
+        json.loads(line)["id"]: json.loads(line)["task"]
+        for name in ("eval_cursorrules.jsonl", "train_cursorrules.jsonl")
+        for line in (data / name).read_text().splitlines()
+    }
+    judged = load_judgments(data / "judged_directives_cursorrules.jsonl")
+    build(corpus, tmp_path / "c.ruledex")
+    with Index(tmp_path / "c.ruledex") as index:
+        assert len(judged) == 80 and all(tasks[t["id"]] == t["task"] for t in judged)
+        assert all(d in index.directive_positions for t in judged for d in t["grades"])
