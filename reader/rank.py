@@ -54,6 +54,10 @@ class RankWeights:
     always_apply: float = 4.0
     """The directive's rule says it always applies (Cursor's alwaysApply)."""
 
+    def ceiling(self) -> float:
+        """The highest score these weights can give (every signal at 1)."""
+        return float(sum(asdict(self).values()))
+
 
 DEFAULT_WEIGHTS = RankWeights()
 

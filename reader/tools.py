@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,7 +28,7 @@ from .index import Index
 from .options import DETECT_DEFAULTS
 from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
-from .rank import DEFAULT_WEIGHTS
+from .rank import ranking_for
 from .records import RuleRecord
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
 
@@ -376,9 +376,6 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
     return found
 
 
-MAX_SCORE = float(sum(asdict(DEFAULT_WEIGHTS).values()))
-"""The highest possible ranking score; search scores are divided by it to lie in [0, 1]."""
-
 PRIORITY = {"MUST": "high", "SHOULD": "medium", "MAY": "low"}
 
 
@@ -417,11 +414,12 @@ def search_knowledge(
         return {"results": [], "totalMatches": 0}
     scored = {c["id"]: c["score"] for c in answer["citations"]}
     scored.update({o["id"]: o["score"] for o in answer["diagnostics"]["omitted"]})
+    ceiling = ranking_for(index.declared_share).weights.ceiling()  # the weights the answer ranked with
     results = []
     for did, raw_score in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0])):
         row = ids[did]
         d, rule = index.directive(row), index.rule(index.directive(row).rule)
-        confidence = round(min(1.0, max(0.0, raw_score / MAX_SCORE)), 3)
+        confidence = round(min(1.0, max(0.0, raw_score / ceiling)), 3)
         if (scope and rule.scope != scope) or confidence < min_confidence:
             continue
         layers = names_from_mask(int(index.dir_layers[row]), LAYERS)
