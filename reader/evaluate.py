@@ -29,10 +29,14 @@ from .records import blob_id
 from .text import count_tokens, keywords
 
 
+def cutoffs(k: int = EVAL_K) -> list[int]:
+    """The cutoffs reported: 5 always, and ``k``."""
+    return sorted({5, k})
+
+
 def metric_names(k: int = EVAL_K) -> tuple[str, ...]:
     """The reported metrics for cutoff ``k``: nDCG and Recall at 5 and at ``k``, then MRR."""
-    cutoffs = sorted({5, k})
-    return (*(f"ndcg@{c}" for c in cutoffs), *(f"recall@{c}" for c in cutoffs), "mrr")
+    return (*(f"ndcg@{c}" for c in cutoffs(k)), *(f"recall@{c}" for c in cutoffs(k)), "mrr")
 
 
 METRICS = metric_names()
@@ -81,9 +85,8 @@ def ranking_metrics(ranked: list[str], relevant: dict[str, int], k: int = EVAL_K
     ideal = sorted(relevant.values(), reverse=True)
     wanted = {doc for doc, g in relevant.items() if g > 0}
     first = next((i for i, doc in enumerate(ranked) if doc in wanted), None)
-    cutoffs = sorted({5, k})
-    out = {f"ndcg@{c}": (dcg(grades, c) / dcg(ideal, c) if dcg(ideal, c) else 0.0) for c in cutoffs}
-    out |= {f"recall@{c}": (len(wanted & set(ranked[:c])) / len(wanted) if wanted else 0.0) for c in cutoffs}
+    out = {f"ndcg@{c}": (dcg(grades, c) / dcg(ideal, c) if dcg(ideal, c) else 0.0) for c in cutoffs(k)}
+    out |= {f"recall@{c}": (len(wanted & set(ranked[:c])) / len(wanted) if wanted else 0.0) for c in cutoffs(k)}
     out["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
     return out
 
