@@ -503,3 +503,15 @@ def test_judged_corpus_directives_exist_in_the_corpus_index(tmp_path: Path) -> N
     with Index(tmp_path / "c.ruledex") as index:
         assert len(judged) == 80 and all(tasks[t["id"]] == t["task"] for t in judged)
         assert all(d in index.directive_positions for t in judged for d in t["grades"])
+
+
+def test_tune_objective_is_the_ndcg_ruledex_eval_reports(index) -> None:
+    from bench.tune import ndcg10
+    from ruledex.reader.evaluate import evaluate, load_queries
+    from ruledex.reader.rank import DEFAULT_WEIGHTS
+
+    queries = load_queries(REPO / "tests" / "data" / "train_bundled.jsonl")[:12]
+    assert (
+        ndcg10(index, queries, DEFAULT_WEIGHTS)
+        == evaluate(index, queries, weights=DEFAULT_WEIGHTS)["ruledex"]["ndcg@10"]
+    )
