@@ -515,3 +515,114 @@ def test_tune_objective_is_the_ndcg_ruledex_eval_reports(index) -> None:
         ndcg10(index, queries, DEFAULT_WEIGHTS)
         == evaluate(index, queries, weights=DEFAULT_WEIGHTS)["ruledex"]["ndcg@10"]
     )
+
+
+def _graded_line(task_id: str, scores: dict[str, tuple[int, ...]], judges: int = 1) -> str:
+    """One graded task: per context (honors count, contradicts count, score); 4 applicable statements."""
+    return json.dumps(
+        {
+            "id": task_id,
+            "task": "t",
+            "block": "b",
+            "tokens": {c: {"all": 16000, "none": 0}.get(c, 400) for c in scores},
+            "plans": dict.fromkeys(scores, "p"),
+            "judgments": [
+                {
+                    "judge": f"j{j}",
+                    "applicable": ["a", "b", "c", "d"],
+                    "grades": {
+                        c: {"honors": list(range(h)), "contradicts": list(range(x)), "score": s}
+                        for c, (h, x, s) in scores.items()
+                    },
+                }
+                for j in range(judges)
+            ],
+        }
+    )
+
+
+def test_assistant_scores_each_context_and_pairs_tasks(tmp_path: Path) -> None:
+    from bench.assistant import load_results, summarize
+
+    path = tmp_path / "g.jsonl"
+    path.write_text(
+        _graded_line("t1", {"block": (4, 0, 9), "all": (2, 1, 6), "none": (1, 0, 4)})
+        + "\n"
+        + _graded_line("t2", {"block": (2, 0, 6), "all": (2, 0, 6), "none": (0, 2, 2)})
+        + "\n"
+    )
+    result = summarize(load_results(path))
+    by = {r["context"]: r for r in result["contexts"]}
+    assert by["block"]["score"] == 7.5 and by["all"]["score"] == 6.0 and by["none"]["score"] == 3.0
+    assert by["block"]["coverage"] == 0.75 and by["all"]["contradictions"] == 0.5
+    assert by["all"]["tokens"] == 16000
+    pair = {r["pair"]: r for r in result["pairs"]}["block - all"]
+    assert (pair["difference"], pair["wins"], pair["ties"], pair["losses"]) == (1.5, 1, 1, 0)
+    assert result["judgeAgreement"] is None  # one judge per task: nothing to agree on
+
+
+def test_assistant_judge_agreement_counts_pairs_both_judges_order() -> None:
+    from bench.assistant import Grade, Task, judge_agreement
+
+    def g(score: float) -> Grade:
+        return Grade(0, 0, 1, score)
+
+    task = Task(
+        "t",
+        {"block": 1, "all": 1, "none": 0},
+        {
+            "a": {"block": g(8), "all": g(6), "none": g(6)},
+            "b": {"block": g(7), "all": g(8), "none": g(5)},
+        },
+    )
+    # block-all: opposite; block-none: alike; all-none: judge a calls a tie, so not counted
+    assert judge_agreement([task]) == 0.5
+
+
+def test_assistant_results_name_the_line_of_a_bad_position_or_missing_plan(tmp_path: Path) -> None:
+    from bench.assistant import load_results
+    from ruledex.reader.errors import ConfigError
+
+    good = _graded_line("t1", {"block": (1, 0, 5), "all": (1, 0, 5), "none": (1, 0, 5)})
+    bad = json.loads(good)
+    bad["judgments"][0]["grades"]["all"]["honors"] = [7]
+    path = tmp_path / "g.jsonl"
+    path.write_text(good + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ConfigError, match=r"g.jsonl:2: judge j0, all: honors/contradicts must be positions"):
+        load_results(path)
+    bad = json.loads(good)
+    bad["plans"]["none"] = " "
+    path.write_text(json.dumps(bad) + "\n")
+    with pytest.raises(ConfigError, match=r"g.jsonl:1: no plan for context\(s\) none"):
+        load_results(path)
+    with pytest.raises(ConfigError, match="cannot read the graded plans"):
+        load_results(tmp_path / "absent.jsonl")
+
+
+def test_assistant_results_grade_every_context_of_judged_bundled_tasks_twice() -> None:
+    from bench.assistant import CONTEXTS, load_results
+    from bench.precision import load_judgments
+
+    data = REPO / "tests" / "data"
+    judged = {t["id"]: t["task"] for t in load_judgments(data / "judged_directives_bundled.jsonl")}
+    rows = [json.loads(line) for line in (data / "assistant_bundled.jsonl").read_text().splitlines()]
+    tasks = load_results(data / "assistant_bundled.jsonl")
+    assert len(tasks) == len(rows) == 40 and all(judged[r["id"]] == r["task"] for r in rows)
+    assert all(len(t.grades) == 2 and set(next(iter(t.grades.values()))) == set(CONTEXTS) for t in tasks)
+    assert all(r["tokens"]["block"] < r["tokens"]["all"] for r in rows)
+
+
+def test_assistant_results_take_their_contexts_from_the_first_line(tmp_path: Path) -> None:
+    from bench.assistant import load_results, summarize
+    from ruledex.reader.errors import ConfigError
+
+    four = {"block": (1, 0, 5), "wide": (3, 0, 8), "all": (4, 0, 9), "none": (0, 0, 3)}
+    path = tmp_path / "g.jsonl"
+    path.write_text(_graded_line("t1", four) + "\n")
+    result = summarize(load_results(path))
+    assert [r["context"] for r in result["contexts"]] == ["block", "wide", "all", "none"]
+    assert len(result["pairs"]) == 6
+    short = json.loads(_graded_line("t2", {k: v for k, v in four.items() if k != "wide"}))
+    path.write_text(_graded_line("t1", four) + "\n" + json.dumps(short) + "\n")
+    with pytest.raises(ConfigError, match=r"g.jsonl:2: .*'wide'"):
+        load_results(path)
