@@ -8,6 +8,8 @@ showed: 2 = governs the work, 1 = somewhat relevant, 0 = not
 grade}}`` per task). For each ranking named with ``--ranking`` this answers every task and reports
 the block's share of directives graded 1 or 2, the grade-2 directives per block, and how many shown
 directives had no grade (they count in neither; a high share means the judgments need topping up).
+Directives of rules that always apply are shown for every task, not picked for it, so they count in
+none of these.
 
 Example: python -m bench.precision --judgments tests/data/judged_directives_bundled.jsonl \
     --index /tmp/bundled.ruledex --ranking index --ranking default
@@ -85,7 +87,8 @@ def run(judgments: Path, index_path: Path, rankings: list[str]) -> dict[str, Any
             shares, twos, unjudged, shown = [], [], 0, 0
             with forced(RANKINGS[name]):
                 for t in tasks:
-                    ids = [c["id"] for c in query.query_directives(index, t["task"])["citations"]]
+                    citations = query.query_directives(index, t["task"])["citations"]
+                    ids = [c["id"] for c in citations if not c.get("alwaysApply")]  # the picks, not the always-on
                     share, two, missing = block_scores(ids, t["grades"])
                     if share is not None:
                         shares.append(share)

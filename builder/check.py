@@ -25,7 +25,10 @@ EXAMPLE_DEPTH = 3
 
 
 def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> list[Finding]:
-    """Each rule's example tasks must name that rule among the first three documents cited."""
+    """Each rule's example tasks must name that rule among the first three documents cited.
+
+    A rule that always applies is in every answer whatever the task, so its examples pass.
+    """
     from ruledex.reader.evaluate import ruledex_ranking
     from ruledex.reader.index import Index
     from ruledex.reader.query import query_directives
@@ -35,6 +38,8 @@ def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> l
     out = []
     with Index(index_path) as index:
         for rule in index.rules():
+            if rule.always_apply:
+                continue
             line = _key_line(texts.get(rule.path, ""), rule.path, "examples")
             for task in rule.examples:
                 top = ruledex_ranking(query_directives(index, task), index)[:EXAMPLE_DEPTH]

@@ -103,14 +103,20 @@ def topic_f1(predicted: list[str], gold: tuple[str, ...]) -> float:
 
 
 def ruledex_ranking(answer: dict[str, Any], index: Index) -> list[str]:
-    """Source paths in the order the answer first names them: citations, then omitted candidates."""
+    """Source paths in the order the answer first names them: ranked citations, then omitted candidates.
+
+    Rules that always apply come last: the block shows them for every task, so where they appear
+    says nothing about how the task was ranked (unless the ranking itself cited them first).
+    """
     positions = index.directive_positions
-    ordered = [c["sourcePath"] for c in answer["citations"]]
+    citations = answer["citations"]
+    ordered = [c["sourcePath"] for c in citations if not c.get("alwaysApply")]
     ordered += [
         index.rule(index.directive(positions[o["id"]]).rule).path
         for o in answer["diagnostics"]["omitted"]
         if o["id"] in positions
     ]
+    ordered += [c["sourcePath"] for c in citations if c.get("alwaysApply")]
     return list(dict.fromkeys(ordered))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -160,6 +161,9 @@ class Ranked:
     min_score: float = 0.0
     """Directives scoring below this are left out of the block (the ranking's relative cut)."""
     index_name: str = ""
+    always: list[Item] = field(default_factory=list)
+    """Every directive of the rules that always apply, rule by rule, MUST first (render shows those
+    the ranking did not)."""
 
 
 SCOPE_BOOST: dict[str, float] = {"global": 0.0, "team": 1.0, "project": 2.0}
@@ -194,7 +198,7 @@ def rank_task(
     timings["detect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     candidate_rules = index.dir_rule[got.ids]
-    in_pinned = in_rules(candidate_rules, scoped | always)
+    in_pinned = in_rules(candidate_rules, scoped)  # rules that always apply have their own part of the block
     rule_matched = got.rule_bm25[candidate_rules] > 0 if got.rule_bm25 is not None else False
     keep = (got.bm25 > 0) | (got.cosine >= SEMANTIC_MIN) | in_pinned | rule_matched
     if opts.files:
@@ -258,7 +262,27 @@ def rank_task(
     matched = sorted(index.rule(i).id for i in scoped)
     best = max((item.score for item in items), default=0.0)
     cut = ranking.relative_cut * best if best > 0 else 0.0
-    return Ranked(index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name)
+    # as in Cursor, a rule that always applies does so whatever files are being edited, globs or not
+    extra = always_items(index, always, opts, index_name, {it.directive.id: it.score for it in items})
+    return Ranked(
+        index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name, extra
+    )
+
+
+def always_items(
+    index: Index, rules: Collection[int], opts: QueryOptions, index_name: str, scores: dict[str, float]
+) -> list[Item]:
+    """The directives of ``rules`` (those that always apply), rule by rule, MUST first, then in document order.
+
+    Each keeps its ranked score when the ranking reached it, else 0; ``severityFilter`` applies.
+    """
+    out = []
+    for r in sorted(rules):
+        rule = index.rule(r)
+        kept = [d for d in index.directives_of(r) if not opts.severityFilter or d.severity in opts.severityFilter]
+        ordered = sorted(kept, key=lambda d: SEVERITIES.index(d.severity))  # stable: document order within each
+        out.extend(Item(d, rule, scores.get(d.id, 0.0), index_name, index.commit) for d in ordered)
+    return out
 
 
 @dataclass(frozen=True)
@@ -285,11 +309,11 @@ def first_pass(index: Index, task: str, files: tuple[str, ...] = ()) -> FirstPas
     term_weights = [1.0 if i < n_own else 0.5 for i in range(len(terms))]
     got = retrieve(index, terms, term_weights, qvec)
     scoped = matching_rules(index.glob_rules, list(files)) if files else set()
-    return FirstPass(qvec, terms, _with_rules(index, got, scoped | index.always_apply_rules, qvec), scoped)
+    return FirstPass(qvec, terms, _with_rules(index, got, scoped, qvec), scoped)
 
 
 def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:
-    """Add every directive of ``rules`` (file-matched or alwaysApply) to the candidates, ids ascending."""
+    """Add every directive of ``rules`` (tied to the edited files) to the candidates, ids ascending."""
     if not rules:
         return got
     wanted = np.concatenate([np.asarray(index.rule_directive_ids(r)) for r in sorted(rules)])
@@ -417,6 +441,7 @@ def query_indexes(
         rationale=opts.includeRationale,
         today=dt.date.today().isoformat(),
         min_scores={r.index_name: r.min_score for r in results},
+        always=[it for r in results for it in r.always],
     )
     stale = [c["id"] for c in rendered.citations if c["stale"]]
     if stale:

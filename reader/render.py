@@ -6,6 +6,11 @@ other item is added in rank order while the block stays within budget and ``max_
 are shown MUST first, then SHOULD, then MAY, each group in rank order; citations list the same items
 in rank order (most relevant first), which is what a program consuming them wants. Directives of
 rules past their ``expires`` date are marked stale in the block and in their citation.
+
+Directives of rules that always apply (``always_apply``, Cursor's ``alwaysApply``) that the ranking
+did not show follow in a section of their own, one line each without breadcrumbs, while the budget
+lasts: they do not count against ``max_items`` and no relevance cut removes them. Their citations
+come after the ranked ones, marked ``alwaysApply``.
 """
 
 from __future__ import annotations
@@ -65,8 +70,13 @@ def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool, today: str = "
     return line + "\n"
 
 
-def citation(item: Item, today: str = "") -> dict[str, Any]:
-    """The structured citation of one directive."""
+def always_heading(rule: RuleRecord) -> str:
+    """The line that opens an always-apply rule's section of the block."""
+    return f"\n_Always: {rule.title}_\n"
+
+
+def citation(item: Item, today: str = "", always: bool = False) -> dict[str, Any]:
+    """The structured citation of one directive (``always``: shown because its rule always applies)."""
     out = {
         "id": item.directive.id,
         "rule": item.rule.id,
@@ -78,6 +88,7 @@ def citation(item: Item, today: str = "") -> dict[str, Any]:
         "commit": item.commit,
         "score": round(item.score, 3),
         "stale": bool(today) and is_stale(item, today),
+        "alwaysApply": always,
     }
     if item.index_name:
         out["index"] = item.index_name
@@ -95,11 +106,14 @@ def render(
     rationale: bool = False,
     today: str = "",
     min_scores: dict[str, float] | None = None,
+    always: list[Item] | None = None,
 ) -> Rendered:
     """Choose and format items under the budget; never drops anything without saying so.
 
     ``min_scores`` (index name -> score) leaves out items that score below their index's minimum,
-    past the first :data:`MIN_SHOWN` ranked items and the guaranteed MUST directives.
+    past the first :data:`MIN_SHOWN` ranked items and the guaranteed MUST directives. ``always``
+    holds the directives of always-apply rules, in the order to show them; those the ranked part
+    did not show follow it while the budget lasts.
     """
     floors = min_scores or {}
     lines: dict[int, str] = {}
@@ -136,7 +150,51 @@ def render(
         used += cost_of(item)
     rank_of = {id(item): pos for pos, item in enumerate(ranked)}
     shown = sorted(chosen, key=lambda it: (SEVERITIES.index(it.directive.severity), rank_of[id(it)]))
-    body = "".join(lines[id(item)] for item in shown)
-    block = f"{header}{body}{footer}"
     by_rank = sorted(chosen, key=lambda it: rank_of[id(it)])
-    return Rendered(block, [citation(item, today) for item in by_rank], count_tokens(block), omitted, by_rank)
+    extra, extra_body, omitted = _always_part(always or [], by_rank, omitted, used, token_budget, rationale, today)
+    body = "".join(lines[id(item)] for item in shown) + extra_body
+    block = f"{header}{body}{footer}"
+    citations = [citation(item, today) for item in by_rank] + [citation(item, today, always=True) for item in extra]
+    return Rendered(block, citations, count_tokens(block), omitted, by_rank + extra)
+
+
+def _always_part(
+    always: list[Item],
+    chosen: list[Item],
+    omitted: list[dict[str, Any]],
+    used: int,
+    token_budget: int,
+    rationale: bool,
+    today: str,
+) -> tuple[list[Item], str, list[dict[str, Any]]]:
+    """Always-apply directives the ranked part did not show, under the budget: (items, markdown, omitted).
+
+    An always-apply directive the ranked part left out is shown here instead, so its ``omitted``
+    entry goes; one that does not fit is listed in ``omitted`` with reason ``tokenBudget``.
+    """
+    shown = {_key(it) for it in chosen}
+    extra: list[Item] = []
+    parts: list[str] = []
+    opened: set[tuple[str, str]] = set()
+    left_out: list[dict[str, Any]] = []
+    for item in always:
+        if _key(item) in shown:
+            continue
+        line = item_lines(item, breadcrumbs=False, rationale=rationale, today=today)
+        rule_key = (item.index_name, item.rule.id)
+        heading = "" if rule_key in opened else always_heading(item.rule)
+        cost = count_tokens(heading) + count_tokens(line)
+        if used + cost > token_budget:
+            left_out.append({"id": item.directive.id, "score": round(item.score, 3), "reason": "tokenBudget"})
+            continue
+        opened.add(rule_key)
+        parts.append(heading + line)
+        extra.append(item)
+        shown.add(_key(item))
+        used += cost
+    settled = {it.directive.id for it in extra} | {o["id"] for o in left_out}  # shown here, or out for the budget
+    return extra, "".join(parts), [o for o in omitted if o["id"] not in settled] + left_out
+
+
+def _key(item: Item) -> tuple[str, str]:
+    return item.index_name, item.directive.id

@@ -34,6 +34,9 @@ class Citation(TypedDict):
     line: int
     commit: str
     score: float
+    stale: bool
+    alwaysApply: bool
+    """Shown because its rule always applies, after the directives picked for the task."""
 
 
 class QueryAnswer(TypedDict):

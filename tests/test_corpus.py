@@ -77,10 +77,13 @@ FRAMEWORK_TASKS = [
 
 @pytest.mark.parametrize(("task", "expected"), FRAMEWORK_TASKS, ids=[t for t, _ in FRAMEWORK_TASKS])
 def test_framework_task_retrieves_that_frameworks_rules_first(corpus: Index, task: str, expected: set[str]) -> None:
-    citations = query_directives(corpus, task)["citations"]
+    answer = query_directives(corpus, task)["citations"]
+    citations = [c for c in answer if not c["alwaysApply"]]  # the ranked picks; alwaysApply rules follow them
     assert citations, task
     assert citations[0]["sourcePath"] in expected, [c["sourcePath"] for c in citations]
     assert sum(c["sourcePath"] in expected for c in citations) * 2 >= len(citations)
+    always = {c["sourcePath"] for c in answer if c["alwaysApply"]}
+    assert always == {"security-devsecops-ssdls-appsec.mdc"}, "the corpus's one alwaysApply rule follows every answer"
 
 
 def test_corpus_imports_into_documents_the_strict_parser_accepts() -> None:

@@ -42,18 +42,19 @@ def test_database_migration_ranks_persistence_first(index: Index) -> None:
 
 def test_must_directives_are_shown_first_and_citations_are_in_rank_order(index: Index) -> None:
     result = query_directives(index, "Add pagination to the orders list endpoint")
-    shown = [line.split("**")[1] for line in result["context_block"].splitlines() if line.startswith("- **")]
+    picked, _, always = result["context_block"].partition("\n_Always: ")  # core.md always applies: its own part
+    shown = [line.split("**")[1] for line in picked.splitlines() if line.startswith("- **")]
     assert shown == sorted(shown, key=["MUST", "SHOULD", "MAY"].index)
-    assert len(shown) == len(result["citations"])
-    ids_in_block = [
-        line.rsplit("`[", 1)[1].rstrip("]`") for line in result["context_block"].splitlines() if line.startswith("- **")
-    ]
-    assert sorted(ids_in_block) == sorted(c["id"] for c in result["citations"])
-    assert (
-        ids_in_block != [c["id"] for c in result["citations"]]
-        or len(set(shown)) == 1
-        or shown == [c["severity"] for c in result["citations"]]
+    assert len(shown) == sum(not c["alwaysApply"] for c in result["citations"])
+    assert always.startswith("Core rules for every change_") and all(
+        c["rule"] == "core" for c in result["citations"] if c["alwaysApply"]
     )
+    ids_in_block = [line.rsplit("`[", 1)[1].rstrip("]`") for line in picked.splitlines() if line.startswith("- **")]
+    ranked = [c for c in result["citations"] if not c["alwaysApply"]]
+    assert sorted(ids_in_block) == sorted(c["id"] for c in ranked)
+    assert ids_in_block != [c["id"] for c in ranked] or len(set(shown)) == 1 or shown == [c["severity"] for c in ranked]
+    always_ids = [line.rsplit("`[", 1)[1].rstrip("]`") for line in always.splitlines() if line.startswith("- **")]
+    assert always_ids == [c["id"] for c in result["citations"][len(ranked) :]]  # after the ranked citations
 
 
 def test_token_budget_is_respected_except_guaranteed_musts(index: Index) -> None:
@@ -85,10 +86,12 @@ def test_budget_cut_is_reported_not_silent(index: Index) -> None:
 
 
 def test_max_items_is_clamped(index: Index) -> None:
-    assert (
-        len(query_directives(index, "Add user registration API endpoint", options={"maxItems": 50})["citations"]) <= 12
-    )
-    assert len(query_directives(index, "Add user registration API endpoint", options={"maxItems": 1})["citations"]) >= 3
+    def ranked(max_items: int) -> int:  # maxItems counts the picks, not the rules that always apply
+        citations = query_directives(index, "Add user registration API endpoint", options={"maxItems": max_items})
+        return sum(not c["alwaysApply"] for c in citations["citations"])
+
+    assert ranked(50) <= 12
+    assert ranked(1) >= 3
 
 
 def test_same_query_same_output(index: Index) -> None:
