@@ -599,17 +599,19 @@ def test_assistant_results_name_the_line_of_a_bad_position_or_missing_plan(tmp_p
         load_results(tmp_path / "absent.jsonl")
 
 
-def test_assistant_results_grade_every_context_of_judged_bundled_tasks_twice() -> None:
+@pytest.mark.parametrize("name", ["assistant_bundled.jsonl", "assistant_bundled_variants.jsonl"])
+def test_assistant_results_grade_every_context_of_judged_bundled_tasks_twice(name: str) -> None:
     from bench.assistant import CONTEXTS, load_results
     from bench.precision import load_judgments
 
     data = REPO / "tests" / "data"
     judged = {t["id"]: t["task"] for t in load_judgments(data / "judged_directives_bundled.jsonl")}
-    rows = [json.loads(line) for line in (data / "assistant_bundled.jsonl").read_text().splitlines()]
-    tasks = load_results(data / "assistant_bundled.jsonl")
+    rows = [json.loads(line) for line in (data / name).read_text().splitlines()]
+    tasks = load_results(data / name)
     assert len(tasks) == len(rows) == 40 and all(judged[r["id"]] == r["task"] for r in rows)
-    assert all(len(t.grades) == 2 and set(next(iter(t.grades.values()))) == set(CONTEXTS) for t in tasks)
-    assert all(r["tokens"]["block"] < r["tokens"]["all"] for r in rows)
+    assert all(len(t.grades) == 2 and set(CONTEXTS) <= set(next(iter(t.grades.values()))) for t in tasks)
+    assert all(set(r["contexts"]) | {"all", "none"} == set(r["plans"]) for r in rows), "each block given is kept"
+    assert all(r["tokens"][c] < r["tokens"]["all"] for r in rows for c in r["contexts"])
 
 
 def test_assistant_results_take_their_contexts_from_the_first_line(tmp_path: Path) -> None:
