@@ -3,16 +3,21 @@
 Issue #4's aim is that an assistant given ruledex's block does better than one given every rule.
 ``ruledex eval`` measures a proxy (which documents the block names); this measures the aim itself,
 end to end, on tasks for the bundled rules. Separate sessions played the assistant: for each task
-each wrote a short plan (3-7 bullets, at most 120 words) given one of three contexts: ruledex's
-block for the task (``block``), all 17 rule files in full (``all``), or no rules (``none``). Other
-sessions, which read every rule file, graded the three plans of a task shuffled under the labels
-P/Q/R: first the rule statements that apply to the task (``applicable``, before reading the plans),
+each wrote a short plan (3-7 bullets, at most 120 words) given one context: ruledex's block for
+the task (``block``, or a variant of it), all 17 rule files in full (``all``), or no rules
+(``none``). Other sessions, which read every rule file, graded all the plans of a task together,
+shuffled under letters: first the rule statements that apply to the task (``applicable``, before reading the plans),
 then per plan the statements it honors, those it contradicts, and a 0-10 score for following the
 rules that apply. Each batch of tasks was graded by two judges.
 
-``tests/data/assistant_bundled.jsonl`` holds it all, de-blinded, one line per task::
+Three rounds, each graded by its own judges: ``tests/data/assistant_bundled.jsonl`` (the block as
+it was, every rule file, no rules), ``assistant_bundled_variants.jsonl`` (beside those: the block
+followed by every core directive, and a wider block with them) and
+``assistant_bundled_shipped.jsonl`` (the block once rules that always apply follow every answer,
+at the default options and at ``maxItems`` 12 / ``tokenBudget`` 1500, beside the first three).
+Each holds it all, de-blinded, one line per task; the contexts are the keys of ``plans``::
 
-    {"id", "task", "block", "tokens": {"block": n, "all": n, "none": 0},
+    {"id", "task", "contexts": {"block": markdown, ...}, "tokens": {"block": n, "all": n, "none": 0},
      "plans": {"block": str, "all": str, "none": str},
      "judgments": [{"judge": str, "applicable": [str, ...],
                     "grades": {"block": {"honors": [i, ...], "contradicts": [i, ...], "score": 0-10}, ...}}]}
@@ -21,7 +26,7 @@ This reports, per context: mean score, the share of applicable statements honore
 per plan and context tokens; per pair of contexts the paired score difference with its standard
 error and wins / ties / losses; and how often the two judges order two plans the same way.
 
-Example: python -m bench.assistant --results tests/data/assistant_bundled.jsonl
+Example: python -m bench.assistant --results tests/data/assistant_bundled_shipped.jsonl
 """
 
 from __future__ import annotations
@@ -219,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--results",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / "tests" / "data" / "assistant_bundled.jsonl",
-        help="JSONL of graded plans (default: tests/data/assistant_bundled.jsonl)",
+        default=Path(__file__).resolve().parents[1] / "tests" / "data" / "assistant_bundled_shipped.jsonl",
+        help="JSONL of graded plans (default: tests/data/assistant_bundled_shipped.jsonl, the latest round)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)

@@ -599,7 +599,9 @@ def test_assistant_results_name_the_line_of_a_bad_position_or_missing_plan(tmp_p
         load_results(tmp_path / "absent.jsonl")
 
 
-@pytest.mark.parametrize("name", ["assistant_bundled.jsonl", "assistant_bundled_variants.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["assistant_bundled.jsonl", "assistant_bundled_variants.jsonl", "assistant_bundled_shipped.jsonl"]
+)
 def test_assistant_results_grade_every_context_of_judged_bundled_tasks_twice(name: str) -> None:
     from bench.assistant import CONTEXTS, load_results
     from bench.precision import load_judgments
