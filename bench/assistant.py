@@ -10,11 +10,12 @@ shuffled under letters: first the rule statements that apply to the task (``appl
 then per plan the statements it honors, those it contradicts, and a 0-10 score for following the
 rules that apply. Each batch of tasks was graded by two judges.
 
-Three rounds, each graded by its own judges: ``tests/data/assistant_bundled.jsonl`` (the block as
+Four rounds, each graded by its own judges: ``tests/data/assistant_bundled.jsonl`` (the block as
 it was, every rule file, no rules), ``assistant_bundled_variants.jsonl`` (beside those: the block
-followed by every core directive, and a wider block with them) and
-``assistant_bundled_shipped.jsonl`` (the block once rules that always apply follow every answer,
-at the default options and at ``maxItems`` 12 / ``tokenBudget`` 1500, beside the first three).
+followed by every core directive, and a wider block with them), ``assistant_bundled_shipped.jsonl``
+(the block once rules that always apply follow every answer, at the default options and at
+``maxItems`` 12 / ``tokenBudget`` 1500, beside the first three) and ``assistant_bundled_cut.jsonl``
+(the shipped block beside the same without its relevance cut, at both sizes).
 Each holds it all, de-blinded, one line per task; the contexts are the keys of ``plans``::
 
     {"id", "task", "contexts": {"block": markdown, ...}, "tokens": {"block": n, "all": n, "none": 0},
