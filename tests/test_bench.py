@@ -636,3 +636,27 @@ def test_assistant_results_take_their_contexts_from_the_first_line(tmp_path: Pat
     path.write_text(_graded_line("t1", four) + "\n" + json.dumps(short) + "\n")
     with pytest.raises(ConfigError, match=r"g.jsonl:2: .*'wide'"):
         load_results(path)
+
+
+def test_applicable_resolves_a_judges_statement_to_the_directive_of_its_file() -> None:
+    from bench.applicable import resolve
+
+    by_path = {
+        "core.md": [
+            ("core#a-1", frozenset({"run", "relevant", "test", "type", "checker", "linter"})),
+            ("core#a-2", frozenset({"keep", "change", "focus"})),
+        ]
+    }
+    assert resolve("core.md: Run the relevant tests, type checker and linter", by_path) == "core#a-1"
+    assert resolve("core.md: Paint the logo purple", by_path) is None  # covers under half of any directive
+    assert resolve("other.md: Keep each change focused", by_path) is None  # only the named file counts
+
+
+def test_applicable_every_judged_statement_resolves_and_blocks_show_the_always_apply_ones(index) -> None:
+    from bench.applicable import ROUNDS, run
+
+    result = run(index.path, list(ROUNDS), {})
+    assert result["tasks"] == 40 and result["lists"] == 320 and result["unmatched"] == 0
+    assert result["shown"]["always"] > 0.8 > result["shown"]["picked"]  # core.md follows every answer
+    wider = run(index.path, list(ROUNDS), {"maxItems": 12, "tokenBudget": 1500})
+    assert wider["shown"]["picked"] > result["shown"]["picked"] and wider["tokens"] > result["tokens"]
