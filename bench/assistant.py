@@ -15,7 +15,8 @@ it was, every rule file, no rules), ``assistant_bundled_variants.jsonl`` (beside
 followed by every core directive, and a wider block with them), ``assistant_bundled_shipped.jsonl``
 (the block once rules that always apply follow every answer, at the default options and at
 ``maxItems`` 12 / ``tokenBudget`` 1500, beside the first three) and ``assistant_bundled_cut.jsonl``
-(the shipped block beside the same without its relevance cut, at both sizes).
+(the shipped block beside the same without its relevance cut, at both sizes); and, on 40 tasks of
+the Cursor corpus with all 80 guides as ``all``, ``assistant_cursorrules.jsonl``.
 Each holds it all, de-blinded, one line per task; the contexts are the keys of ``plans``::
 
     {"id", "task", "contexts": {"block": markdown, ...}, "tokens": {"block": n, "all": n, "none": 0},

@@ -622,6 +622,18 @@ def test_assistant_results_grade_every_context_of_judged_bundled_tasks_twice(nam
     assert all(r["tokens"][c] < r["tokens"]["all"] for r in rows for c in r["contexts"])
 
 
+def test_assistant_results_on_the_corpus_grade_judged_corpus_tasks() -> None:
+    from bench.assistant import CONTEXTS, load_results
+    from bench.precision import load_judgments
+
+    data = REPO / "tests" / "data"
+    judged = {t["id"]: t["task"] for t in load_judgments(data / "judged_directives_cursorrules.jsonl")}
+    rows = [json.loads(line) for line in (data / "assistant_cursorrules.jsonl").read_text().splitlines()]
+    tasks = load_results(data / "assistant_cursorrules.jsonl")
+    assert len(tasks) == 40 and all(judged[r["id"]] == r["task"] for r in rows)
+    assert all(t.contexts == CONTEXTS and len(t.grades) == 2 for t in tasks)
+
+
 def test_assistant_results_take_their_contexts_from_the_first_line(tmp_path: Path) -> None:
     from bench.assistant import load_results, summarize
     from ruledex.reader.errors import ConfigError
