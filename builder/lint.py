@@ -15,8 +15,10 @@ import numpy as np
 
 from ruledex.reader.encode import Encoder
 from ruledex.reader.errors import RuleError
+from ruledex.reader.options import QueryOptions
 from ruledex.reader.records import DirectiveRecord, RuleRecord
-from ruledex.reader.text import keywords
+from ruledex.reader.render import Item, always_heading, item_lines
+from ruledex.reader.text import count_tokens, keywords
 
 from . import frontmatter
 from .embed import embed_texts
@@ -34,6 +36,10 @@ CONTRADICTION_OVERLAP = 0.4
 _POLARITY_WORDS = frozenset({"always", "never", "not", "avoid", "don", "no", "forbid", "disallow"})
 
 MIN_WORDS = 5
+
+ALWAYS_APPLY_SHARE = 0.5
+"""A rule that always applies should fit in this share of the default token budget: every answer
+shows it after the directives picked for the task, and what does not fit is left out."""
 
 GENERIC = re.compile(
     r"^(be careful|follow (the )?best practices|write (good|clean|quality) code|use common sense|as needed|"
@@ -139,6 +145,8 @@ def document_findings(doc: ParsedDocument, text: str, today: dt.date, strict: bo
                     "generic",
                 )
             )
+    if doc.rule.always_apply:
+        out.extend(always_apply_findings(doc, text))
     if doc.rule.expires and doc.rule.expires < today.isoformat():
         level = "error" if strict else "warning"
         line = _key_line(text, path, "expires")
@@ -153,6 +161,23 @@ def document_findings(doc: ParsedDocument, text: str, today: dt.date, strict: bo
             )
         )
     return out
+
+
+def always_apply_findings(doc: ParsedDocument, text: str) -> list[Finding]:
+    """An always-apply rule too long for its share of every answer's default budget."""
+    lines = [item_lines(Item(d, doc.rule, 0.0), breadcrumbs=False, rationale=False) for d in doc.directives]
+    cost = count_tokens(always_heading(doc.rule)) + sum(map(count_tokens, lines))
+    limit = int(ALWAYS_APPLY_SHARE * QueryOptions().tokenBudget)
+    if cost <= limit:
+        return []
+    message = (
+        f"this rule always applies and its {len(doc.directives)} directives take about {cost} tokens of every "
+        f"answer, more than {limit} ({ALWAYS_APPLY_SHARE:.0%} of the default budget); what does not fit is left "
+        "out: keep it short, split it, or drop always_apply"
+    )
+    return [
+        Finding(doc.rule.path, _key_line(text, doc.rule.path, "always_apply"), 1, "warning", message, "always-long")
+    ]
 
 
 def authority_conflicts(rules: list[tuple[RuleRecord, str]]) -> list[Finding]:

@@ -105,3 +105,30 @@ def test_check_examples_passes_a_rule_that_always_applies(tmp_path: Path, capsys
     assert main(["check", str(rules), "--examples", "--json"]) == 0
     misses = [f["path"] for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "example-miss"]
     assert misses == ["db.md"], "the always-apply rule is in every answer, so its examples pass"
+
+
+def test_check_warns_when_a_rule_that_always_applies_is_long(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from ruledex.builder.lint import ALWAYS_APPLY_SHARE
+    from ruledex.reader.cli import main
+    from ruledex.reader.options import QueryOptions
+
+    from .conftest import rule_doc
+
+    def always(n: int) -> str:
+        body = "\n".join(
+            f"- [MUST] Keep change number {i} focused on the task and tested before review." for i in range(n)
+        )
+        return rule_doc(f"## Scope\n\n{body}", id="core", extra="always_apply: true\n")
+
+    limit = int(ALWAYS_APPLY_SHARE * QueryOptions().tokenBudget)
+    for n, warned in ((3, False), (40, True)):
+        rules = write_rules(tmp_path / f"rules{n}", {"core.md": always(n)})
+        assert main(["check", str(rules), "--json"]) == 0  # a warning, not an error
+        findings = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "always-long"]
+        assert bool(findings) is warned
+        if warned:
+            assert f"more than {limit}" in findings[0]["message"] and findings[0]["line"] > 1
