@@ -19,18 +19,17 @@ Example: python -m bench.applicable --index /tmp/bundled.ruledex
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruledex.reader.errors import ConfigError
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
 from ruledex.reader.text import keywords
 
+from .assistant import load_results
 from .labeled import print_result
 from .report import table
 
@@ -50,31 +49,15 @@ class JudgedTask:
 
     id: str
     task: str
-    lists: list[list[str]]
+    lists: list[tuple[str, ...]]
 
 
 def load_lists(paths: list[Path]) -> list[JudgedTask]:
-    """The tasks of every results file, their lists pooled by task id; errors name the line."""
+    """The tasks of every results file (read by ``bench.assistant``), their lists pooled by task id."""
     tasks: dict[str, JudgedTask] = {}
     for path in paths:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the graded plans ({exc})") from None
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                lists = [[str(s) for s in j["applicable"]] for j in row["judgments"]]
-                entry = tasks.setdefault(row["id"], JudgedTask(str(row["id"]), str(row["task"]), []))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(
-                    f'{path}:{number}: expected {{"id", "task", "judgments": [{{"applicable"}}]}} ({exc})'
-                ) from None
-            entry.lists.extend(lists)
-    if not tasks:
-        raise ConfigError("no judged tasks in " + ", ".join(map(str, paths)))
+        for graded in load_results(path):
+            tasks.setdefault(graded.id, JudgedTask(graded.id, graded.text, [])).lists.extend(graded.lists)
     return list(tasks.values())
 
 

@@ -76,6 +76,10 @@ class Task:
     tokens: dict[str, int]
     grades: dict[str, dict[str, Grade]]
     """judge -> context -> grade."""
+    text: str = ""
+    """The task as the assistants read it."""
+    lists: tuple[tuple[str, ...], ...] = ()
+    """Each judge's ``applicable`` statements, ``"<file>: <quote>"``, in the order of ``grades``."""
 
     @property
     def contexts(self) -> tuple[str, ...]:
@@ -113,6 +117,7 @@ def load_results(path: Path) -> list[Task]:
             if missing:
                 raise ConfigError(f"{where}: no plan for context(s) {', '.join(missing)}")
             grades: dict[str, dict[str, Grade]] = {}
+            lists = tuple(tuple(str(s) for s in judgment["applicable"]) for judgment in row["judgments"])
             for judgment in row["judgments"]:
                 applicable = len(judgment["applicable"])
                 grades[str(judgment["judge"])] = {
@@ -121,12 +126,12 @@ def load_results(path: Path) -> list[Task]:
                 }
             if not grades:
                 raise ConfigError(f"{where}: no judgments")
-            tasks.append(Task(str(row["id"]), tokens, grades))
+            tasks.append(Task(str(row["id"]), tokens, grades, str(row["task"]), lists))
         except (ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(
-                f'{where}: expected {{"id", "tokens", "plans", "judgments": [{{"judge", "applicable", "grades"}}]}} '
+                f'{where}: expected {{"id", "task", "tokens", "plans", "judgments": [{{"judge", "applicable", "grades"}}]}} '
                 f"with every context of the first line, {contexts} ({type(exc).__name__}: {exc})"
             ) from None
     if not tasks:
