@@ -263,7 +263,7 @@ def rank_task(
     best = max((item.score for item in items), default=0.0)
     cut = ranking.relative_cut * best if best > 0 else 0.0
     # as in Cursor, a rule that always applies does so whatever files are being edited, globs or not
-    extra = always_items(index, always, opts, index_name, {it.directive.id: it.score for it in items})
+    extra = always_items(index, always, opts, index_name, {it.directive.id: it.score for it in items}) if always else []
     return Ranked(
         index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name, extra
     )

@@ -172,6 +172,8 @@ def _always_part(
     An always-apply directive the ranked part left out is shown here instead, so its ``omitted``
     entry goes; one that does not fit is listed in ``omitted`` with reason ``tokenBudget``.
     """
+    if not always:  # most indexes: nothing to add, nothing to copy
+        return [], "", omitted
     shown = {_key(it) for it in chosen}
     extra: list[Item] = []
     parts: list[str] = []
