@@ -4,7 +4,8 @@ Maintainers run it after editing ``builder/data/tasks.jsonl``::
 
     python -m ruledex.builder.task_training            # retrain and write the model
     python -m ruledex.builder.task_training --check    # exit 1 if the shipped model is stale
-    python -m ruledex.builder.task_training --held-out --index dist/bundled.ruledex --weights 8,16
+    python -m ruledex.builder.task_training --held-out --index dist/bundled.ruledex \
+        --weights shipped --weights layer_neighbours=0,topic_neighbours=0
                                                        # detection on each named batch, trained without it
 
 Training is deterministic (full-batch gradient descent from zeros, fixed steps, rounded weights),
@@ -18,18 +19,25 @@ import argparse
 import io
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 
-from ruledex.reader.detect import MODEL_WEIGHT, task_terms
+from ruledex.reader.detect import DETECTION_WEIGHTS, DetectionWeights, task_terms
 from ruledex.reader.errors import RuledexError
 from ruledex.reader.evaluate import topic_f1 as _topic_f1
 from ruledex.reader.index import Index
 from ruledex.reader.query import detect_in_index, first_pass
-from ruledex.reader.task_model import MODEL_FILE, WEIGHT_DECIMALS, TaskModel, TermWeights, to_arrays
-from ruledex.reader.vocab import TASK_LAYERS, TOPICS
+from ruledex.reader.task_model import (
+    MODEL_FILE,
+    WEIGHT_DECIMALS,
+    TaskModel,
+    TaskNeighbours,
+    TermWeights,
+    to_arrays,
+)
+from ruledex.reader.vocab import TASK_LAYERS, TOPICS, topic_mask
 
 TASKS_FILE = Path(__file__).with_name("data") / "tasks.jsonl"
 
@@ -167,8 +175,22 @@ def _term_weights(classes: tuple[str, ...], vocab: list[str], w: np.ndarray, b: 
     return TermWeights(classes, tuple(float(v) for v in b), weights)
 
 
+def neighbours_of(tasks: list[LabeledTask], term_sets: list[set[str]], vocab: list[str]) -> TaskNeighbours:
+    """The tasks' postings over ``vocab`` (sorted terms), with their layers and topics."""
+    column = {t: i for i, t in enumerate(vocab)}
+    postings: list[list[int]] = [[] for _ in vocab]
+    for row, terms in enumerate(term_sets):
+        for term in terms:
+            if term in column:
+                postings[column[term]].append(row)
+    starts = np.cumsum([0, *(len(p) for p in postings)])
+    rows = np.array([row for p in postings for row in p], np.int64)
+    layers = np.array([TASK_LAYERS.index(t.layer) for t in tasks], np.int64)
+    return TaskNeighbours(tuple(vocab), starts, rows, layers, np.array([topic_mask(t.topics) for t in tasks], np.int64))
+
+
 def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()) -> TaskModel:
-    """Fit the layer and topic models over binary term features (pure: same tasks, same model)."""
+    """Fit the layer and topic models over binary term features and index the tasks' neighbours (pure)."""
     term_sets = [task_terms(t.task)[1] for t in tasks]
     counts: dict[str, int] = {}
     for terms in term_sets:
@@ -185,6 +207,7 @@ def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()
     return TaskModel(
         _term_weights(TASK_LAYERS, vocab, *_fit(x, len(vocab), layers, options, softmax=True)),
         _term_weights(TOPICS, vocab, *_fit(x, len(vocab), topics, options, softmax=False)),
+        neighbours_of(tasks, term_sets, vocab),
     )
 
 
@@ -208,49 +231,78 @@ def topic_f1(model: TaskModel, tasks: list[LabeledTask]) -> float:
 
 @dataclass(frozen=True)
 class HeldOutRow:
-    """Layer accuracy on one batch of tasks, by a model trained on every other task."""
+    """Layer accuracy and topic F1 on one batch of tasks, by a model trained on every other task."""
 
     batch: str
     tasks: int
     model_alone: float
-    detection: dict[tuple[str, float], float]
-    """(index name, layer model weight) -> accuracy of the whole detector, as queries run it."""
-    topics: dict[str, float] = field(default_factory=dict)
-    """Index name -> mean F1 of the topics the whole detector reports (at the first weight)."""
+    detection: dict[tuple[str, str], float]
+    """(index name, weights label) -> layer accuracy of the whole detector, as queries run it."""
+    topics: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(index name, weights label) -> mean F1 of the topics the whole detector reports."""
+
+
+def weights_label(weights: DetectionWeights) -> str:
+    """A short name for detection weights: the fields that differ from the shipped ones, or "shipped"."""
+    changed = [
+        f"{f.name}={getattr(weights, f.name):g}"
+        for f in fields(weights)
+        if getattr(weights, f.name) != getattr(DETECTION_WEIGHTS, f.name)
+    ]
+    return ",".join(changed) or "shipped"
+
+
+def parse_weights(spec: str) -> DetectionWeights:
+    """``shipped`` or ``name=value,...`` over :class:`DetectionWeights`' fields; ValueError names a bad part."""
+    known = {f.name for f in fields(DetectionWeights)}
+    changes: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if part == "shipped":
+            continue
+        name, _, value = part.partition("=")
+        if name not in known:
+            raise ValueError(f"--weights: unknown weight {name!r} in {spec!r}; use one of {', '.join(sorted(known))}")
+        try:
+            changes[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--weights: {part!r} needs a number after '='") from None
+    return replace(DETECTION_WEIGHTS, **changes)
 
 
 def held_out(
     tasks: list[LabeledTask],
     indexes: dict[str, Index],
-    weights: tuple[float, ...],
+    settings: tuple[DetectionWeights, ...] = (DETECTION_WEIGHTS,),
     options: TrainingOptions = TrainingOptions(),
 ) -> list[HeldOutRow]:
     """Leave one named batch out at a time: how well detection places tasks of a kind it never saw.
 
-    For each batch, a model is trained on all the other tasks; the row gives its own layer accuracy
-    on the batch and, on each index, the accuracy of the full detector (dictionaries, the index's
-    learnt tables and prototypes, retrieval feedback, and this model at each weight).
+    For each batch, a model (and its neighbours) is built from all the other tasks; the row gives its
+    own layer accuracy on the batch and, on each index and with each of the detection ``settings``,
+    the layer accuracy and topic F1 of the full detector (dictionaries, the index's learnt tables and
+    prototypes, retrieval feedback, this model and these neighbours).
     """
     rows = []
     for batch in sorted({t.batch for t in tasks if t.batch}):
         held = [t for t in tasks if t.batch == batch]
         model = train([t for t in tasks if t.batch != batch], options)
-        detection: dict[tuple[str, float], float] = {}
-        topics: dict[str, float] = {}
+        detection: dict[tuple[str, str], float] = {}
+        topics: dict[tuple[str, str], float] = {}
         for name, index in indexes.items():
             passes = [(t, first_pass(index, t.task)) for t in held]
-            for weight in weights:
+            for weights in settings:
                 found = [
                     (
                         t,
                         detect_in_index(
-                            index, t.task, None, p.vector, p.votes(index), task_model=model, model_weight=weight
+                            index, t.task, None, p.vector, p.votes(index), task_model=model, weights=weights
                         ),
                     )
                     for t, p in passes
                 ]
-                detection[(name, weight)] = sum(d.layer == t.layer for t, d in found) / len(held)
-                topics.setdefault(name, sum(_topic_f1(list(d.topics), t.topics) for t, d in found) / len(held))
+                key = (name, weights_label(weights))
+                detection[key] = sum(d.layer == t.layer for t, d in found) / len(held)
+                topics[key] = sum(_topic_f1(list(d.topics), t.topics) for t, d in found) / len(held)
         rows.append(HeldOutRow(batch, len(held), layer_accuracy(model, held), detection, topics))
     return rows
 
@@ -258,13 +310,12 @@ def held_out(
 def format_held_out(rows: list[HeldOutRow]) -> str:
     """The held-out table: one row per batch and a weighted mean."""
     keys = list(rows[0].detection) if rows else []
-    names = list(rows[0].topics) if rows else []
     head = [
         "batch",
         "tasks",
         "model alone",
-        *(f"{name} w={weight:g}" for name, weight in keys),
-        *(f"{name} topic F1" for name in names),
+        *(f"{name} {label} layer" for name, label in keys),
+        *(f"{name} {label} topic F1" for name, label in keys),
     ]
     total = sum(r.tasks for r in rows) or 1
     body = [
@@ -273,7 +324,7 @@ def format_held_out(rows: list[HeldOutRow]) -> str:
             str(r.tasks),
             f"{r.model_alone:.3f}",
             *(f"{r.detection[k]:.3f}" for k in keys),
-            *(f"{r.topics[n]:.3f}" for n in names),
+            *(f"{r.topics[k]:.3f}" for k in keys),
         ]
         for r in rows
     ]
@@ -283,7 +334,7 @@ def format_held_out(rows: list[HeldOutRow]) -> str:
             str(total),
             f"{sum(r.model_alone * r.tasks for r in rows) / total:.3f}",
             *(f"{sum(r.detection[k] * r.tasks for r in rows) / total:.3f}" for k in keys),
-            *(f"{sum(r.topics[n] * r.tasks for r in rows) / total:.3f}" for n in names),
+            *(f"{sum(r.topics[k] * r.tasks for r in rows) / total:.3f}" for k in keys),
         ]
     )
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
@@ -319,13 +370,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--weights",
-        default=str(MODEL_WEIGHT),
-        help="with --held-out --index: layer model weights to compare, comma-separated (default: the shipped one)",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="with --held-out --index: detection weights to compare, as 'shipped' or name=value pairs "
+        "(e.g. layer_model=24,topic_neighbours=4); repeatable (default: the shipped ones)",
     )
     args = parser.parse_args(argv)
     try:
         tasks = load_tasks(args.tasks)
-        weights = tuple(float(w) for w in args.weights.split(","))
+        settings = tuple(parse_weights(spec) for spec in args.weights or ["shipped"])
         indexes = {path.name: Index(path) for path in args.index}
     except (OSError, ValueError, RuledexError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -337,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"error: {args.tasks}: no task names its 'batch', so there is nothing to hold out", file=sys.stderr
                 )
                 return 2
-            print(format_held_out(held_out(tasks, indexes, weights)))
+            print(format_held_out(held_out(tasks, indexes, settings)))
             return 0
         finally:
             for index in indexes.values():

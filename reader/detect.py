@@ -3,8 +3,9 @@
 Signals are added per layer and per topic: the built-in dictionaries below (with synonyms:
 auth/authentication/login, DB/database/SQL, k8s/Kubernetes ...), the terms the builder learnt
 from the index's own rules, cosine similarity to the index's prototype vectors, retrieval
-feedback from the query, and the trained task model (:mod:`.task_model`). The mode
-shifts the balance: ``debug`` leans to tests, ``architect`` to domain, architecture and docs.
+feedback from the query, the trained task model (:mod:`.task_model`) and the training tasks
+nearest to this one (which only choose between layers and topics something else points to;
+weights in :class:`DetectionWeights`). The mode shifts the balance: ``debug`` leans to tests, ``architect`` to domain, architecture and docs.
 Confidence is the winner's share of the evidence; below :data:`MIN_LAYER_SCORE` no layer is
 claimed.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .task_model import TaskModel, shipped_model
+from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .text import keywords, stem, words
 from .vocab import LAYERS, TOPICS
 
@@ -321,22 +322,51 @@ keeps using every topic with evidence: with only the reported ones the Cursor co
 nDCG@10."""
 _LEARNT_WEIGHT = 0.5
 _VECTOR_WEIGHT = 4.0
-MODEL_WEIGHT = 16.0
-"""Weight of the trained layer model's evidence (how far a layer's probability rises above the
-model's prior, reader/task_model.py), on the dictionaries' scale. Chosen on tasks of kinds the
-model never saw (``python -m ruledex.builder.task_training --held-out``: six batches, 2,101 tasks,
-each held out in turn): the largest weight at which neither labeled set loses layer accuracy, nor
-more than 0.005 nDCG@10, against the model it replaced (weight 8, 1,942 tasks). Layer accuracy on
-the held-out batches 0.764 -> 0.793 (bundled index) and 0.740 -> 0.779 (Cursor corpus index);
-weight 24 gives 0.803 and 0.792 there but costs the bundled set 0.022 layer accuracy."""
-TOPIC_MODEL_WEIGHT = 16.0
-"""Weight of the trained topic model's evidence (probability above the topic's base rate). Chosen
-on the held-out training batches (``task_training --held-out`` prints topic F1): reported-topic F1
-rises with the weight, 0.586 / 0.533 at 8 (bundled / Cursor index), 0.634 / 0.589 at 16, 0.652 /
-0.619 at 24, 0.666 / 0.649 at 48, while nDCG@10 on the labeled sets stays within 0.004 (0.827 /
-0.849 at 8, 0.830 / 0.848 at 16). 16 is the largest weight at which a task with no telling word
-still gets no topic: at 24, "fix it" becomes a quality task on 0.046 of evidence. On the labeled
-sets topic F1 0.539 -> 0.601 and 0.542 -> 0.558."""
+
+
+@dataclass(frozen=True)
+class DetectionWeights:
+    """How much each learnt source of evidence counts, on the dictionaries' scale (one word = 1).
+
+    One definition, so ``python -m ruledex.builder.task_training --held-out`` measures other
+    settings exactly as queries would run them.
+    """
+
+    layer_model: float = 16.0
+    """Weight of the trained layer model's evidence (how far a layer's probability rises above the
+    model's prior, reader/task_model.py), on the dictionaries' scale. Chosen on tasks of kinds the
+    model never saw (``python -m ruledex.builder.task_training --held-out``: six batches, 2,101 tasks,
+    each held out in turn): the largest weight at which neither labeled set loses layer accuracy, nor
+    more than 0.005 nDCG@10, against the model it replaced (weight 8, 1,942 tasks). Layer accuracy on
+    the held-out batches 0.764 -> 0.793 (bundled index) and 0.740 -> 0.779 (Cursor corpus index);
+    weight 24 gives 0.803 and 0.792 there but costs the bundled set 0.022 layer accuracy."""
+    topic_model: float = 16.0
+    """Weight of the trained topic model's evidence (probability above the topic's base rate). Chosen
+    on the held-out training batches (``task_training --held-out`` prints topic F1): reported-topic F1
+    rises with the weight, 0.586 / 0.533 at 8 (bundled / Cursor index), 0.634 / 0.589 at 16, 0.652 /
+    0.619 at 24, 0.666 / 0.649 at 48, while nDCG@10 on the labeled sets stays within 0.004 (0.827 /
+    0.849 at 8, 0.830 / 0.848 at 16). 16 is the largest weight at which a task with no telling word
+    still gets no topic: at 24, "fix it" becomes a quality task on 0.046 of evidence. On the labeled
+    sets topic F1 0.539 -> 0.601 and 0.542 -> 0.558."""
+    layer_neighbours: float = 12.0
+    """Weight of the training tasks' neighbours' evidence (how far a layer's share of the ten nearest
+    tasks' votes rises above its share of all tasks, reader/task_model.py). Chosen on the held-out
+    training batches, with both labeled sets as a check that neither loses layer accuracy (the rule the
+    model weight followed): 8, 12 and 16 place 0.846, 0.849 and 0.848 of the held-out tasks with the
+    bundled index and 0.839, 0.846 and 0.843 with the Cursor index (0.800 and 0.783 without
+    neighbours). On the labeled sets, layer accuracy 0.748 -> 0.755 and 0.775 -> 0.783. Neighbours
+    only choose between layers that other evidence already points to: they never place a task on
+    their own, so a task with no telling word still gets no layer."""
+    topic_neighbours: float = 16.0
+    """Weight of the neighbours' evidence on topics (how far a topic's share of the ten nearest tasks'
+    votes rises above its share of all tasks). Chosen on the held-out training batches' topic F1: 0, 4,
+    8, 12, 16 and 24 give 0.637, 0.681, 0.703, 0.707, 0.707 and 0.704 (bundled index) and 0.597, 0.654,
+    0.680, 0.691, 0.694 and 0.692 (Cursor index). On the labeled sets topic F1 0.601 -> 0.673 and
+    0.558 -> 0.670. The same rule as for layers: they add to topics only when some topic already has
+    evidence."""
+
+
+DETECTION_WEIGHTS = DetectionWeights()
 
 
 def _stems(text: str) -> frozenset[str]:
@@ -481,6 +511,23 @@ def _add_vectors(
             scores[name] += gain
 
 
+def _add_neighbours(
+    layer_scores: dict[str, float], topic_scores: dict[str, float], found: NeighbourEvidence, weights: DetectionWeights
+) -> None:
+    """Add the neighbours' evidence where other evidence already claims a layer (a topic).
+
+    Neighbours choose between layers and between topics; they never place a task on their own, so a
+    task with no telling word still gets no layer and no topic.
+    """
+    for scores, gains, weight, floor in (
+        (layer_scores, found.layers, weights.layer_neighbours, MIN_LAYER_SCORE),
+        (topic_scores, found.topics, weights.topic_neighbours, MIN_TOPIC_SCORE),
+    ):
+        if max(scores.values(), default=0.0) >= floor:
+            for name, gain in gains.items():
+                scores[name] += weight * gain
+
+
 def detect(
     text: str,
     mode: str | None = None,
@@ -491,7 +538,7 @@ def detect(
     learnt: dict[str, dict[str, Collection[str]]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
     task_model: TaskModel | bool = True,
-    model_weight: float | None = None,
+    weights: DetectionWeights = DETECTION_WEIGHTS,
     cosine_scale: float = 1.0,
 ) -> Detection:
     """Detect context from task text, optionally helped by an index's tables (pure function).
@@ -500,21 +547,20 @@ def detect(
     (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live.
     ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
     ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
-    it off to place rule text, which the models never saw. ``model_weight`` overrides the layer
-    model's weight (for the same measurements). ``cosine_scale`` is the index model's cosine
+    it off to place rule text, which the models never saw. ``weights`` replace the shipped
+    :data:`DETECTION_WEIGHTS` (for the same measurements). ``cosine_scale`` is the index model's cosine
     calibration (``EncoderParams``): prototype evidence is measured from the mean similarity, so
     the calibration's shift cancels and only its scale applies.
     """
     raw, term_set = task_terms(text)
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
-    if task_model:
-        model = shipped_model() if task_model is True else task_model
-        layer_weight = MODEL_WEIGHT if model_weight is None else model_weight
+    model = (shipped_model() if task_model is True else task_model) if task_model else None
+    if model is not None:
         for name, gain in model.layer_evidence(term_set).items():
-            layer_scores[name] += layer_weight * gain
+            layer_scores[name] += weights.layer_model * gain
         for name, gain in model.topic_evidence(term_set).items():
-            topic_scores[name] += TOPIC_MODEL_WEIGHT * gain
+            topic_scores[name] += weights.topic_model * gain
     if learnt:
         _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
@@ -529,6 +575,8 @@ def detect(
         table = layer_scores if name in layer_scores else topic_scores
         table[name] = table.get(name, 0.0) + bias
     layer_scores.pop("*", None)
+    if model is not None and model.neighbours is not None:
+        _add_neighbours(layer_scores, topic_scores, model.neighbours.evidence(term_set), weights)
     ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], LAYERS.index(kv[0])))
     best, best_score = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .detect import MODES, Detection, detect, expand
+from .detect import DETECTION_WEIGHTS, MODES, Detection, DetectionWeights, detect, expand
 from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
@@ -102,11 +102,11 @@ def detect_in_index(
     llm_answer: LLMAnswer | None = None,
     *,
     task_model: TaskModel | bool = True,
-    model_weight: float | None = None,
+    weights: DetectionWeights = DETECTION_WEIGHTS,
 ) -> Detection:
     """Run detection with the index's learnt tables, retrieval feedback and a local model's answer.
 
-    ``task_model`` and ``model_weight`` are :func:`detect`'s, for measuring a retrained task model.
+    ``task_model`` and ``weights`` are :func:`detect`'s, for measuring a retrained task model or other weights.
     """
     if query_vector is None and index.n_directives:
         query_vector = index.encoder.encode_one(text)
@@ -122,7 +122,7 @@ def detect_in_index(
         learnt=index.detect_terms if index.n_directives else None,
         feedback=feedback,
         task_model=task_model,
-        model_weight=model_weight,
+        weights=weights,
         cosine_scale=index.encoder.params.cosine_scale if index.n_directives else 1.0,
     )
     return merge(found, llm_answer)

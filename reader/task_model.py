@@ -9,6 +9,11 @@ tasks that is not any evaluation set (``builder/data/tasks.jsonl``, retrained wi
 one logistic regression per topic (a task has one to three). They do not depend on an index, so
 every index, old or new, gets them. Scoring is a sum of a few dozen small rows.
 
+A linear model weighs each word on its own: "write" is a docs word, so "Write a Dockerfile for our
+FastAPI service" leaned to docs. The training tasks themselves, kept as TF-IDF term vectors
+(:class:`TaskNeighbours`), see words together: the layers of the ten training tasks most like a
+task are a second voice on its layer.
+
 Detection adds *evidence*, not probabilities: how far a layer or a topic rises above the model's
 own odds for a task with no known word (its prior, its base rate). A task with no telling word
 ("make it better") then gets nothing from the models' priors.
@@ -25,11 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .vocab import LAYERS, TOPICS
+from .vocab import LAYERS, TASK_LAYERS, TOPICS
 
 MODEL_FILE = Path(__file__).with_name("data") / "task_model.npz"
-MODEL_FORMAT = 2
-"""2: NumPy arrays (weights in thousandths as int16), read in a few ms; 1 was JSON, read in ~35 ms."""
+MODEL_FORMAT = 3
+"""3: NumPy arrays (weights in thousandths as int16) and the training tasks' term postings, read in a
+few ms; 2 had no postings; 1 was JSON, read in ~35 ms."""
+
+NEIGHBOURS = 10
+"""How many of the most similar training tasks vote on a task's layer. Chosen on the held-out
+training batches (``task_training --held-out``) among 10, 20, 30 and 50: 10 placed the most."""
 
 WEIGHT_DECIMALS = 3
 """Weights and biases are rounded to this many decimals and stored as integers of that unit."""
@@ -64,11 +74,122 @@ def _sigmoid(z: float) -> float:
 
 
 @dataclass(frozen=True)
+class NeighbourEvidence:
+    """What a task's nearest training tasks say.
+
+    Per layer and per topic: how far their votes rise above the training set's own share (0 when
+    they do not).
+    """
+
+    layers: dict[str, float]
+    topics: dict[str, float]
+
+
+NO_NEIGHBOURS = NeighbourEvidence({}, {})
+
+
+@dataclass(frozen=True, eq=False)
+class TaskNeighbours:
+    """The training tasks as TF-IDF term vectors, stored as postings: for each term, the tasks that have it.
+
+    A task's neighbours are the training tasks with the highest cosine to it over these terms; each
+    votes for its layer and its topics with its cosine. Evidence is how far a layer's share of the
+    votes (a topic's) rises above its share of all training tasks, so neighbours spread like the
+    training set claim nothing.
+    """
+
+    terms: tuple[str, ...]
+    """The terms of at least two training tasks, sorted."""
+    starts: np.ndarray
+    """Where each term's postings start in ``tasks`` (one more entry than ``terms``)."""
+    tasks: np.ndarray
+    """Postings: the tasks (row numbers) that have each term, term by term, ascending."""
+    layers: np.ndarray
+    """Each task's layer, as a position in :data:`TASK_LAYERS`."""
+    topics: np.ndarray
+    """Each task's topics, as a bit mask in :data:`TOPICS` order."""
+    _row: dict[str, int] = field(init=False, repr=False)
+    _starts: list[int] = field(init=False, repr=False)
+    _idf: np.ndarray = field(init=False, repr=False)
+    _weights: np.ndarray = field(init=False, repr=False)
+    _classes: np.ndarray = field(init=False, repr=False)
+    """Per task, one column per layer (1 for its own) and per topic (1 for each of its topics)."""
+    _share: np.ndarray = field(init=False, repr=False)
+    """Each layer's and topic's share of all tasks: what neighbours must rise above."""
+
+    def __post_init__(self) -> None:
+        """Derive each term's IDF, each posting's unit-vector weight and the classes' shares, once."""
+        n = len(self.layers)
+        df = np.diff(self.starts).astype(np.float64)
+        idf = np.log((n + 1) / (df + 1)) + 1.0
+        per_posting = np.repeat(idf, np.diff(self.starts))
+        norms = np.sqrt(np.bincount(self.tasks, weights=per_posting**2, minlength=n))
+        layers = (self.layers[:, None] == np.arange(len(TASK_LAYERS))).astype(np.float64)
+        topics = ((self.topics[:, None] >> np.arange(len(TOPICS))) & 1).astype(np.float64)
+        classes = np.hstack([layers, topics])
+        object.__setattr__(self, "_row", {t: i for i, t in enumerate(self.terms)})
+        object.__setattr__(self, "_starts", self.starts.tolist())
+        object.__setattr__(self, "_idf", idf)
+        object.__setattr__(self, "_weights", per_posting / np.where(norms > 0, norms, 1.0)[self.tasks])
+        object.__setattr__(self, "_classes", classes)
+        object.__setattr__(self, "_share", classes.sum(axis=0) / max(n, 1))
+
+    def __eq__(self, other: object) -> bool:
+        """Same terms, postings, layers and topics."""
+        if not isinstance(other, TaskNeighbours):
+            return NotImplemented
+        return self.terms == other.terms and all(
+            np.array_equal(a, b) for a, b in zip(self._arrays(), other._arrays(), strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return self.starts, self.tasks, self.layers, self.topics
+
+    def evidence(self, terms: Iterable[str], k: int = NEIGHBOURS) -> NeighbourEvidence:
+        """What the ``k`` training tasks nearest to these terms say about the task's layer and topics.
+
+        Empty when no term is known. Ties in similarity go to the earlier task, so the same terms
+        always give the same answer.
+        """
+        rows = sorted({self._row[t] for t in terms if t in self._row})
+        if not rows:
+            return NO_NEIGHBOURS
+        idf = self._idf[rows]
+        query = (idf / math.sqrt(idf.dot(idf))).tolist()
+        starts = self._starts
+        ids = np.concatenate([self.tasks[starts[r] : starts[r + 1]] for r in rows])
+        weights = np.concatenate(
+            [self._weights[starts[r] : starts[r + 1]] * q for r, q in zip(rows, query, strict=True)]
+        )
+        scores = np.bincount(ids, weights=weights, minlength=len(self.layers))
+        top = (scores > 0).nonzero()[0]  # ascending task order: ties below go to the earlier task
+        if len(top) > k:
+            found = scores[top]
+            kth = np.partition(found, len(found) - k)[len(found) - k]
+            above = found > kth
+            above[np.flatnonzero(found == kth)[: k - int(np.count_nonzero(above))]] = True
+            top = top[above]
+        votes = scores[top]
+        gains = np.maximum((votes / votes.sum()) @ self._classes[top] - self._share, 0.0).tolist()
+        n_layers = len(TASK_LAYERS)
+        return NeighbourEvidence(
+            dict(zip(TASK_LAYERS, gains[:n_layers], strict=True)), dict(zip(TOPICS, gains[n_layers:], strict=True))
+        )
+
+
+@dataclass(frozen=True)
 class TaskModel:
-    """The layer model (softmax: one layer per task) and the topic model (one sigmoid per topic)."""
+    """The task's learnt voices.
+
+    The layer model (softmax: one layer per task), the topic model (one sigmoid per topic) and the
+    training tasks' neighbours.
+    """
 
     layers: TermWeights
     topics: TermWeights
+    neighbours: TaskNeighbours | None = None
     _layer_priors: tuple[float, ...] = field(init=False, repr=False, compare=False)
     _topic_base_rates: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
@@ -133,6 +254,14 @@ def to_arrays(model: TaskModel) -> dict[str, np.ndarray]:
         out[f"{key}_classes"] = _packed(scorer.classes)
         out[f"{key}_bias"] = _units(scorer.bias)
         out[f"{key}_weights"] = _units([scorer.weights[t] for t in terms]).reshape(len(terms), len(scorer.classes))
+    nb = model.neighbours
+    if nb is None:
+        raise ValueError("task model: the shipped file needs the training tasks' neighbours")
+    out["neighbour_terms"] = _packed(nb.terms)
+    out["neighbour_starts"] = nb.starts.astype("<i4")
+    out["neighbour_tasks"] = nb.tasks.astype("<i4")
+    out["neighbour_layers"] = nb.layers.astype("<u1")
+    out["neighbour_topics"] = nb.topics.astype("<u4")
     return out
 
 
@@ -155,13 +284,42 @@ def _scorer(
     return TermWeights(classes, tuple((bias.astype(np.float64) / _UNIT).tolist()), dict(zip(terms, rows, strict=True)))
 
 
+def _neighbours(arrays: Mapping[str, np.ndarray], source: str) -> TaskNeighbours:
+    try:
+        terms = tuple(_lines(arrays["neighbour_terms"]))
+        starts, tasks = arrays["neighbour_starts"].astype(np.int64), arrays["neighbour_tasks"].astype(np.int64)
+        layers, topics = arrays["neighbour_layers"].astype(np.int64), arrays["neighbour_topics"].astype(np.int64)
+    except KeyError as exc:
+        raise ValueError(f"{source}: missing the {exc.args[0]!r} array") from None
+    if (
+        starts.shape != (len(terms) + 1,)
+        or starts[0] != 0
+        or starts[-1] != len(tasks)
+        or np.any(np.diff(starts) < 0)
+        or (len(tasks) and not 0 <= tasks.min() <= tasks.max() < len(layers))
+        or (len(layers) and not 0 <= layers.min() <= layers.max() < len(TASK_LAYERS))
+        or topics.shape != layers.shape
+        or (len(topics) and not 0 <= topics.min() <= topics.max() < 1 << len(TOPICS))
+    ):
+        raise ValueError(
+            f"{source}: the neighbour arrays are inconsistent: 'neighbour_starts' must rise from 0 to the number "
+            f"of postings, one entry per term plus one; every posting must name a task; every task needs a layer "
+            f"(0-{len(TASK_LAYERS) - 1}) and a topic mask"
+        )
+    return TaskNeighbours(terms, starts, tasks, layers, topics)
+
+
 def from_arrays(arrays: Mapping[str, np.ndarray], source: str = "task model") -> TaskModel:
     """Validate and wrap a model read from its arrays; raises ValueError naming what is wrong."""
     found = arrays["format"].tolist() if "format" in arrays else None
     if found != [MODEL_FORMAT]:
         raise ValueError(f"{source}: format {found!r}, expected [{MODEL_FORMAT}]")
     terms = _lines(arrays["terms"]) if "terms" in arrays else []
-    return TaskModel(_scorer(arrays, "layer", terms, LAYERS, source), _scorer(arrays, "topic", terms, TOPICS, source))
+    return TaskModel(
+        _scorer(arrays, "layer", terms, LAYERS, source),
+        _scorer(arrays, "topic", terms, TOPICS, source),
+        _neighbours(arrays, source),
+    )
 
 
 def read_model(path: Path) -> TaskModel:

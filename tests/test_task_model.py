@@ -12,9 +12,9 @@ import pytest
 
 from ruledex.builder import task_training as tt
 from ruledex.builder.infer import infer_context
-from ruledex.reader.detect import detect
+from ruledex.reader.detect import DETECTION_WEIGHTS, DetectionWeights, detect, task_terms
 from ruledex.reader.index import Index
-from ruledex.reader.task_model import MODEL_FILE, from_arrays, read_model, shipped_model, to_arrays
+from ruledex.reader.task_model import MODEL_FILE, NO_NEIGHBOURS, from_arrays, read_model, shipped_model, to_arrays
 from ruledex.reader.text import keywords
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
 
@@ -144,14 +144,24 @@ def test_cli_writes_a_model_and_check_catches_a_stale_one(tmp_path: Path, capsys
 def test_a_malformed_model_is_refused_with_its_name(tmp_path: Path) -> None:
     good = to_arrays(shipped_model())
     assert from_arrays(good) == shipped_model()
-    with pytest.raises(ValueError, match=r"m\.npz: format \[1\], expected \[2\]"):
-        from_arrays({**good, "format": np.array([1])}, "m.npz")
+    with pytest.raises(ValueError, match=r"m\.npz: format \[2\], expected \[3\]"):
+        from_arrays({**good, "format": np.array([2])}, "m.npz")
     with pytest.raises(ValueError, match="missing the 'topic_weights' array"):
         from_arrays({k: v for k, v in good.items() if k != "topic_weights"}, "m.npz")
     with pytest.raises(ValueError, match=r"'layer_classes' must name entries"):
         from_arrays({**good, "layer_classes": np.frombuffer(b"UI", np.uint8)}, "m.npz")
     with pytest.raises(ValueError, match=r"'topic' needs 16 biases and a \d+ x 16 weight matrix"):
         from_arrays({**good, "topic_weights": good["topic_weights"][:, :3]}, "m.npz")
+    with pytest.raises(ValueError, match="missing the 'neighbour_topics' array"):
+        from_arrays({k: v for k, v in good.items() if k != "neighbour_topics"}, "m.npz")
+    for name, bad in (
+        ("neighbour_starts", good["neighbour_starts"][:-1]),  # one entry short
+        ("neighbour_tasks", good["neighbour_tasks"] + len(good["neighbour_layers"])),  # names no task
+        ("neighbour_layers", np.full_like(good["neighbour_layers"], 7)),  # no such layer
+        ("neighbour_topics", good["neighbour_topics"][:-1]),  # one task without topics
+    ):
+        with pytest.raises(ValueError, match=r"m\.npz: the neighbour arrays are inconsistent"):
+            from_arrays({**good, name: bad}, "m.npz")
     broken = tmp_path / "broken.npz"
     broken.write_bytes(MODEL_FILE.read_bytes()[:1000])
     with pytest.raises(ValueError, match=r"broken\.npz: not a task model file"):
@@ -187,7 +197,7 @@ def test_sparse_training_is_the_dense_logistic_regression() -> None:
         assert np.allclose(got_w, w, atol=1e-8) and np.allclose(got_b, b, atol=1e-8)
 
 
-def test_detection_can_use_a_retrained_model_at_another_weight() -> None:
+def test_detection_can_use_a_retrained_model_at_other_weights() -> None:
     tasks = [
         _task("zorblax the quarterly frobnicator", "6-Docs", "documentation"),
         _task("zorblax every frobnicator twice", "6-Docs", "documentation"),
@@ -197,7 +207,8 @@ def test_detection_can_use_a_retrained_model_at_another_weight() -> None:
     model = tt.train(tasks)
     assert detect("zorblax it").layer is None
     assert detect("zorblax it", task_model=model).layer == "6-Docs"
-    assert detect("zorblax it", task_model=model, model_weight=0.0).layer is None
+    off = DetectionWeights(layer_model=0.0, layer_neighbours=0.0)
+    assert detect("zorblax it", task_model=model, weights=off).layer is None
 
 
 def _write_tasks(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
@@ -224,14 +235,15 @@ def test_held_out_trains_without_each_batch_and_measures_it(
     tasks = tt.load_tasks(_write_tasks(Path(bundled_index).with_name("held.jsonl"), rows * 2))
     assert {t.batch for t in tasks} == {"", "ledgers", "unknown-words"}
     with Index(bundled_index) as index:
-        got = tt.held_out(tasks, {"bundled": index}, (4.0, 16.0))
+        got = tt.held_out(tasks, {"bundled": index}, (DETECTION_WEIGHTS, DetectionWeights(layer_model=4.0)))
     assert [(r.batch, r.tasks) for r in got] == [("ledgers", 4), ("unknown-words", 2)]
     assert got[0].model_alone == 1.0 and got[1].model_alone == 0.0  # words seen in training / never seen
-    assert set(got[0].detection) == {("bundled", 4.0), ("bundled", 16.0)}
+    assert set(got[0].detection) == set(got[0].topics) == {("bundled", "shipped"), ("bundled", "layer_model=4")}
     assert all(0.0 <= v <= 1.0 for r in got for v in [*r.detection.values(), *r.topics.values()])
-    assert got[0].topics["bundled"] > 0.0 and set(got[1].topics) == {"bundled"}
+    assert got[0].topics[("bundled", "shipped")] > 0.0
     path = str(Path(bundled_index).with_name("held.jsonl"))
-    assert tt.main(["--tasks", path, "--held-out", "--index", str(bundled_index), "--weights", "8"]) == 0
+    argv = ["--tasks", path, "--held-out", "--index", str(bundled_index), "--weights", "topic_neighbours=8"]
+    assert tt.main(argv) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split() == [
         "batch",
@@ -239,12 +251,18 @@ def test_held_out_trains_without_each_batch_and_measures_it(
         "model",
         "alone",
         "bundled.ruledex",
-        "w=8",
+        "topic_neighbours=8",
+        "layer",
         "bundled.ruledex",
+        "topic_neighbours=8",
         "topic",
         "F1",
     ]
     assert table[-1].split()[:3] == ["all", "6", "0.667"]
+    assert tt.main([*argv[:-1], "topic_neigbours=8"]) == 2
+    assert "unknown weight 'topic_neigbours'" in capsys.readouterr().err
+    assert tt.main([*argv[:-1], "layer_model=high"]) == 2
+    assert "'layer_model=high' needs a number" in capsys.readouterr().err
 
 
 def test_held_out_needs_named_batches_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -263,3 +281,57 @@ def test_layer_evidence_is_measured_from_the_models_prior() -> None:
     assert len(set(model.layers.bias)) > 1  # the layers' priors differ
     assert all(gain == 0.0 for gain in model.layer_evidence([]).values())
     assert all(gain == 0.0 for gain in model.layer_evidence(["no-such-term-anywhere"]).values())
+
+
+def _neighbour_tasks() -> list[tt.LabeledTask]:
+    """Two kinds of "write" task: docs and containers. Word by word, "write" is a docs word."""
+    return [
+        _task("write the onboarding guide for the billing service", "6-Docs", "documentation"),
+        _task("write a runbook for the billing service", "6-Docs", "documentation"),
+        _task("write the readme section on billing", "6-Docs", "documentation"),
+        _task("write release notes for billing", "6-Docs", "documentation"),
+        _task("write a dockerfile for the worker image", "7-Deployment", "devops"),
+        _task("dockerfile for the worker image is too large", "7-Deployment", "devops"),
+        _task("the navbar overlaps the banner", "1-Presentation", "frontend"),
+        _task("the banner hides the navbar", "1-Presentation", "frontend", "accessibility"),
+    ]
+
+
+def test_neighbours_vote_with_the_layers_and_topics_of_the_nearest_training_tasks() -> None:
+    model = tt.train(_neighbour_tasks())
+    assert model.neighbours is not None
+    found = model.neighbours.evidence(task_terms("write a dockerfile for the worker image")[1], k=2)
+    assert max(found.layers, key=found.layers.__getitem__) == "7-Deployment"
+    assert found.layers["7-Deployment"] == pytest.approx(1.0 - 2 / 8)  # both neighbours, above the 2-in-8 share
+    assert found.layers["6-Docs"] == 0.0 and found.topics["devops"] == pytest.approx(1.0 - 2 / 8)
+    assert found.topics["documentation"] == 0.0
+    assert model.neighbours.evidence({"zorblax"}) == NO_NEIGHBOURS  # no known term: nothing to say
+    assert model.neighbours.evidence(["navbar", "banner"]) == model.neighbours.evidence(("banner", "navbar"))
+
+
+def test_neighbours_ties_go_to_the_earlier_task() -> None:
+    """Equal similarity is broken by the task's position, so an answer never depends on hashing."""
+    tasks = [
+        _task("rotate the banner", "1-Presentation", "frontend"),
+        _task("rotate the ledger", "4-Persistence", "database"),
+        _task("banner ledger audit", "6-Docs", "documentation"),
+    ] * 2
+    model = tt.train(tasks)
+    assert model.neighbours is not None
+    found = model.neighbours.evidence(task_terms("rotate")[1], k=1)
+    assert found.layers["1-Presentation"] > 0.0 and found.layers["4-Persistence"] == 0.0
+
+
+def test_neighbours_add_their_evidence_but_never_place_a_task_alone() -> None:
+    """The nearest tasks' layer and topics gain; with nothing else pointing anywhere, they claim nothing."""
+    model = tt.train(_neighbour_tasks() * 2)
+    alone = DetectionWeights(layer_model=0.0, topic_model=0.0)
+    words_only = DetectionWeights(layer_neighbours=0.0, topic_neighbours=0.0)
+    task = "write a dockerfile for the worker"
+    before, after = detect(task, task_model=model, weights=words_only), detect(task, task_model=model)
+    assert after.layer == "7-Deployment"
+    assert after.layer_scores["7-Deployment"] > before.layer_scores["7-Deployment"] + 5.0
+    assert after.layer_scores["6-Docs"] == before.layer_scores["6-Docs"]
+    assert after.topic_scores["devops"] > before.topic_scores["devops"] + 5.0
+    assert detect("it overlaps and hides", task_model=model, weights=alone).layer is None
+    assert detect("it overlaps and hides", task_model=model, weights=alone).topics == ()
