@@ -110,8 +110,9 @@ class TaskNeighbours:
     """Each task's topics, as a bit mask in :data:`TOPICS` order."""
     _row: dict[str, int] = field(init=False, repr=False)
     _starts: list[int] = field(init=False, repr=False)
-    _idf: np.ndarray = field(init=False, repr=False)
     _weights: np.ndarray = field(init=False, repr=False)
+    """Per posting, the term's IDF times the task vector's weight for it: summed over a task's terms,
+    its cosine with the task times the task's (constant) norm, which ranks and votes the same."""
     _classes: np.ndarray = field(init=False, repr=False)
     """Per task, one column per layer (1 for its own) and per topic (1 for each of its topics)."""
     _share: np.ndarray = field(init=False, repr=False)
@@ -129,8 +130,7 @@ class TaskNeighbours:
         classes = np.hstack([layers, topics])
         object.__setattr__(self, "_row", {t: i for i, t in enumerate(self.terms)})
         object.__setattr__(self, "_starts", self.starts.tolist())
-        object.__setattr__(self, "_idf", idf)
-        object.__setattr__(self, "_weights", per_posting / np.where(norms > 0, norms, 1.0)[self.tasks])
+        object.__setattr__(self, "_weights", per_posting**2 / np.where(norms > 0, norms, 1.0)[self.tasks])
         object.__setattr__(self, "_classes", classes)
         object.__setattr__(self, "_share", classes.sum(axis=0) / max(n, 1))
 
@@ -156,21 +156,19 @@ class TaskNeighbours:
         rows = sorted({self._row[t] for t in terms if t in self._row})
         if not rows:
             return NO_NEIGHBOURS
-        idf = self._idf[rows]
-        query = (idf / math.sqrt(idf.dot(idf))).tolist()
         starts = self._starts
-        ids = np.concatenate([self.tasks[starts[r] : starts[r + 1]] for r in rows])
-        weights = np.concatenate(
-            [self._weights[starts[r] : starts[r + 1]] * q for r, q in zip(rows, query, strict=True)]
-        )
+        spans = [slice(starts[r], starts[r + 1]) for r in rows]
+        ids = np.concatenate([self.tasks[span] for span in spans])
+        weights = np.concatenate([self._weights[span] for span in spans])
         scores = np.bincount(ids, weights=weights, minlength=len(self.layers))
         top = (scores > 0).nonzero()[0]  # ascending task order: ties below go to the earlier task
         if len(top) > k:
             found = scores[top]
             kth = np.partition(found, len(found) - k)[len(found) - k]
-            above = found > kth
-            above[np.flatnonzero(found == kth)[: k - int(np.count_nonzero(above))]] = True
-            top = top[above]
+            top = top[found >= kth]
+            if len(top) > k:  # ties at the k-th score: keep the earlier tasks
+                found = scores[top]
+                top = np.concatenate([top[found > kth], top[found == kth][: k - int(np.count_nonzero(found > kth))]])
         votes = scores[top]
         gains = np.maximum((votes / votes.sum()) @ self._classes[top] - self._share, 0.0).tolist()
         n_layers = len(TASK_LAYERS)
