@@ -171,8 +171,9 @@ def _fit(
 
 
 def _term_weights(classes: tuple[str, ...], vocab: list[str], w: np.ndarray, b: np.ndarray) -> TermWeights:
-    weights = {t: [float(v) for v in w[i]] for i, t in enumerate(vocab) if np.any(w[i])}
-    return TermWeights(classes, tuple(float(v) for v in b), weights)
+    """The terms with any non-zero weight, in ``vocab``'s (sorted) order."""
+    kept = np.flatnonzero(np.any(w != 0, axis=1))
+    return TermWeights(classes, tuple(float(v) for v in b), tuple(vocab[i] for i in kept.tolist()), w[kept])
 
 
 def neighbours_of(tasks: list[LabeledTask], term_sets: list[set[str]], vocab: list[str]) -> TaskNeighbours:
@@ -410,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_bytes(data)
     tmp.replace(args.out)
     print(
-        f"wrote {args.out}: {len(model.layers.weights)} terms from {len(tasks)} tasks; on them, layer accuracy "
+        f"wrote {args.out}: {len(model.layers.terms)} terms from {len(tasks)} tasks; on them, layer accuracy "
         f"{layer_accuracy(model, tasks):.3f}, topic F1 {topic_f1(model, tasks):.3f}"
     )
     return 0

@@ -5,7 +5,8 @@ auth/authentication/login, DB/database/SQL, k8s/Kubernetes ...), the terms the b
 from the index's own rules, cosine similarity to the index's prototype vectors, retrieval
 feedback from the query, the trained task model (:mod:`.task_model`) and the training tasks
 nearest to this one (which only choose between layers and topics something else points to;
-weights in :class:`DetectionWeights`). The mode shifts the balance: ``debug`` leans to tests, ``architect`` to domain, architecture and docs.
+weights in :class:`DetectionWeights`). The mode shifts the balance: ``debug`` leans to tests,
+``architect`` to domain, architecture and docs.
 Confidence is the winner's share of the evidence; below :data:`MIN_LAYER_SCORE` no layer is
 claimed.
 """

@@ -25,8 +25,8 @@ def test_shipped_model_is_the_one_its_tasks_train(capsys: pytest.CaptureFixture[
     """Editing builder/data/tasks.jsonl without retraining fails here (training is deterministic)."""
     assert tt.main(["--check"]) == 0, capsys.readouterr().err
     model = shipped_model()
-    assert model.layers.classes == TASK_LAYERS and len(model.layers.weights) > 1000
-    assert model.topics.classes == TOPICS and model.topics.weights.keys() == model.layers.weights.keys()
+    assert model.layers.classes == TASK_LAYERS and len(model.layers.terms) > 1000
+    assert model.topics.classes == TOPICS and model.topics.terms == model.layers.terms
 
 
 def test_training_tasks_are_balanced_and_are_not_evaluation_tasks() -> None:
@@ -171,7 +171,9 @@ def test_a_malformed_model_is_refused_with_its_name(tmp_path: Path) -> None:
 def test_model_weights_round_trip_exactly_and_refuse_what_int16_cannot_hold() -> None:
     model = tt.train([_task("navbar overlaps the banner", "1-Presentation", "frontend")] * 4)
     assert from_arrays(to_arrays(model)) == model
-    huge = tt.TermWeights(model.layers.classes, model.layers.bias, {t: [40.0] * 7 for t in model.layers.weights})
+    huge = tt.TermWeights.from_rows(
+        model.layers.classes, model.layers.bias, dict.fromkeys(model.layers.terms, [40.0] * 7)
+    )
     with pytest.raises(ValueError, match="beyond"):
         to_arrays(type(model)(huge, model.topics))
 
