@@ -358,9 +358,9 @@ class DetectionWeights:
     neighbours). On the labeled sets, layer accuracy 0.748 -> 0.755 and 0.775 -> 0.783. Re-checked
     with 5,304 training tasks on all ten batches: 8, 12 and 16 place 0.826, 0.831 and 0.834 (bundled
     index) and 0.827, 0.831 and 0.831 (Cursor index); 16 costs the Cursor labeled set layer accuracy
-    (0.790 -> 0.775), so 12 stays. Neighbours only choose between layers that other evidence already
-    points to: they never place a task on their own, so a task with no telling word still gets no
-    layer."""
+    (0.790 -> 0.775), so 12 stays. Neighbours only choose between layers the task's own evidence
+    (its words and meaning, before retrieval feedback) already points to: they never place a task on
+    their own, so a task with no telling word answers as it did without them."""
     topic_neighbours: float = 16.0
     """Weight of the neighbours' evidence on topics (how far a topic's share of the ten nearest tasks'
     votes rises above its share of all tasks). Chosen on the held-out training batches' topic F1: 0, 4,
@@ -516,19 +516,34 @@ def _add_vectors(
             scores[name] += gain
 
 
+def _own_claims(layer_scores: dict[str, float], topic_scores: dict[str, float]) -> tuple[bool, bool]:
+    """Whether the task's own words and meaning claim a layer, and a topic.
+
+    Measured before retrieval feedback, which always names some layer when the index has rules.
+    """
+    return (
+        max(v for k, v in layer_scores.items() if k != "*") >= MIN_LAYER_SCORE,
+        max(topic_scores.values(), default=0.0) >= MIN_TOPIC_SCORE,
+    )
+
+
 def _add_neighbours(
-    layer_scores: dict[str, float], topic_scores: dict[str, float], found: NeighbourEvidence, weights: DetectionWeights
+    layer_scores: dict[str, float],
+    topic_scores: dict[str, float],
+    found: NeighbourEvidence,
+    weights: DetectionWeights,
+    own: tuple[bool, bool],
 ) -> None:
-    """Add the neighbours' evidence where other evidence already claims a layer (a topic).
+    """Add the neighbours' evidence where the task's own evidence already claims a layer (a topic).
 
     Neighbours choose between layers and between topics; they never place a task on their own, so a
-    task with no telling word still gets no layer and no topic.
+    task with no telling word ("fix it", "hello world") gets nothing from them, index or not.
     """
-    for scores, gains, weight, floor in (
-        (layer_scores, found.layers, weights.layer_neighbours, MIN_LAYER_SCORE),
-        (topic_scores, found.topics, weights.topic_neighbours, MIN_TOPIC_SCORE),
+    for scores, gains, weight, claimed in (
+        (layer_scores, found.layers, weights.layer_neighbours, own[0]),
+        (topic_scores, found.topics, weights.topic_neighbours, own[1]),
     ):
-        if max(scores.values(), default=0.0) >= floor:
+        if claimed:
             for name, gain in gains.items():
                 scores[name] += weight * gain
 
@@ -571,6 +586,7 @@ def detect(
         _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
     _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
     _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
+    own = _own_claims(layer_scores, topic_scores)
     if feedback:
         for table, votes in zip((layer_scores, topic_scores), feedback, strict=True):
             for name, vote in votes.items():
@@ -580,8 +596,8 @@ def detect(
         table = layer_scores if name in layer_scores else topic_scores
         table[name] = table.get(name, 0.0) + bias
     layer_scores.pop("*", None)
-    if model is not None and model.neighbours is not None:
-        _add_neighbours(layer_scores, topic_scores, model.neighbours.evidence(term_set), weights)
+    if model is not None and model.neighbours is not None and any(own):
+        _add_neighbours(layer_scores, topic_scores, model.neighbours.evidence(term_set), weights, own)
     ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], LAYERS.index(kv[0])))
     best, best_score = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0

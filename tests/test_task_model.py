@@ -14,6 +14,7 @@ from ruledex.builder import task_training as tt
 from ruledex.builder.infer import infer_context
 from ruledex.reader.detect import DETECTION_WEIGHTS, DetectionWeights, detect, task_terms
 from ruledex.reader.index import Index
+from ruledex.reader.query import detect_in_index, first_pass
 from ruledex.reader.task_model import MODEL_FILE, NO_NEIGHBOURS, from_arrays, read_model, shipped_model, to_arrays
 from ruledex.reader.text import keywords
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS
@@ -337,3 +338,17 @@ def test_neighbours_add_their_evidence_but_never_place_a_task_alone() -> None:
     assert after.topic_scores["devops"] > before.topic_scores["devops"] + 5.0
     assert detect("it overlaps and hides", task_model=model, weights=alone).layer is None
     assert detect("it overlaps and hides", task_model=model, weights=alone).topics == ()
+
+
+@pytest.mark.parametrize("task", ["fix it", "hello world", "make it better"])
+def test_with_an_index_neighbours_still_add_nothing_to_a_task_with_no_telling_word(
+    bundled_index: Path, task: str
+) -> None:
+    """Retrieval feedback always names some layer; the neighbours must not turn that into a confident guess."""
+    off = DetectionWeights(layer_neighbours=0.0, topic_neighbours=0.0)
+    with Index(bundled_index) as index:
+        first = first_pass(index, task)
+        shipped = detect_in_index(index, task, None, first.vector, first.votes(index))
+        without = detect_in_index(index, task, None, first.vector, first.votes(index), weights=off)
+    assert shipped.layer_scores == without.layer_scores
+    assert shipped.confidence == without.confidence < 0.65  # below every strict-layer threshold
