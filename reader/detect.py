@@ -522,7 +522,7 @@ def _own_claims(layer_scores: dict[str, float], topic_scores: dict[str, float]) 
     Measured before retrieval feedback, which always names some layer when the index has rules.
     """
     return (
-        max(v for k, v in layer_scores.items() if k != "*") >= MIN_LAYER_SCORE,
+        max(layer_scores.values(), default=0.0) >= MIN_LAYER_SCORE,
         max(topic_scores.values(), default=0.0) >= MIN_TOPIC_SCORE,
     )
 

@@ -19,7 +19,7 @@ from .encode import Encoder, EncoderParams
 from .errors import ArtifactError
 from .records import DirectiveRecord, RuleRecord
 from .text import keywords
-from .vocab import LAYERS, TOPICS
+from .vocab import LAYERS, SEVERITIES, TOPICS
 
 TERM_MEMO = 100_000
 """Most term lookups an index remembers (a few MB) before starting afresh."""
@@ -265,6 +265,17 @@ class Index:
     def always_apply_rules(self) -> frozenset[int]:
         """Positions of the rules that always apply, from ``rule_flags`` (no record decoded)."""
         return frozenset(int(i) for i in np.flatnonzero(self.rule_flags & fmt.RULE_ALWAYS_APPLY))
+
+    @cached_property
+    def always_apply_order(self) -> tuple[tuple[int, tuple[DirectiveRecord, ...]], ...]:
+        """Per rule that always applies (by position): its directives MUST first, then in document order.
+
+        Every answer shows them in this order, so it is worked out once per index, not per query.
+        """
+        return tuple(
+            (r, tuple(sorted(self.directives_of(r), key=lambda d: SEVERITIES.index(d.severity))))
+            for r in sorted(self.always_apply_rules)
+        )
 
     @cached_property
     def declared_share(self) -> float:

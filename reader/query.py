@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -263,26 +262,24 @@ def rank_task(
     best = max((item.score for item in items), default=0.0)
     cut = ranking.relative_cut * best if best > 0 else 0.0
     # as in Cursor, a rule that always applies does so whatever files are being edited, globs or not
-    extra = always_items(index, always, opts, index_name, {it.directive.id: it.score for it in items}) if always else []
+    extra = always_items(index, opts, index_name, {it.directive.id: it.score for it in items}) if always else []
     return Ranked(
         index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name, extra
     )
 
 
-def always_items(
-    index: Index, rules: Collection[int], opts: QueryOptions, index_name: str, scores: dict[str, float]
-) -> list[Item]:
-    """The directives of ``rules`` (those that always apply), rule by rule, MUST first, then in document order.
+def always_items(index: Index, opts: QueryOptions, index_name: str, scores: dict[str, float]) -> list[Item]:
+    """The directives of the rules that always apply, rule by rule, MUST first, then in document order.
 
     Each keeps its ranked score when the ranking reached it, else 0; ``severityFilter`` applies.
     """
-    out = []
-    for r in sorted(rules):
-        rule = index.rule(r)
-        kept = [d for d in index.directives_of(r) if not opts.severityFilter or d.severity in opts.severityFilter]
-        ordered = sorted(kept, key=lambda d: SEVERITIES.index(d.severity))  # stable: document order within each
-        out.extend(Item(d, rule, scores.get(d.id, 0.0), index_name, index.commit) for d in ordered)
-    return out
+    allowed = opts.severityFilter
+    return [
+        Item(d, index.rule(r), scores.get(d.id, 0.0), index_name, index.commit)
+        for r, ordered in index.always_apply_order
+        for d in ordered
+        if not allowed or d.severity in allowed
+    ]
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,11 @@ WEIGHT_DECIMALS = 3
 _UNIT = 10**WEIGHT_DECIMALS
 
 
+def term_rows(terms: Sequence[str]) -> dict[str, int]:
+    """Each term's row: its position in ``terms``."""
+    return {t: i for i, t in enumerate(terms)}
+
+
 @dataclass(frozen=True, eq=False)
 class TermWeights:
     """A linear scorer: a bias per class and, per known term, one weight per class.
@@ -70,12 +75,15 @@ class TermWeights:
     terms: tuple[str, ...]
     """The known terms, sorted: row ``i`` of ``matrix`` is ``terms[i]``'s."""
     matrix: np.ndarray
-    _row: dict[str, int] = field(init=False, repr=False)
+    rows: dict[str, int] | None = field(default=None, repr=False)
+    """``terms`` -> row; given when another scorer over the same terms already has it (read from a
+    file, the layer and topic models and the neighbours share one), else derived."""
     _bias: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        """Index the terms once."""
-        object.__setattr__(self, "_row", {t: i for i, t in enumerate(self.terms)})
+        """Index the terms once (unless given)."""
+        if self.rows is None:
+            object.__setattr__(self, "rows", term_rows(self.terms))
         object.__setattr__(self, "_bias", np.asarray(self.bias, np.float64))
 
     @classmethod
@@ -102,7 +110,7 @@ class TermWeights:
 
         Rows are summed in term order, so the same terms give the same floats in every process.
         """
-        rows = sorted(r for r in map(self._row.get, terms) if r is not None)
+        rows = sorted(r for r in map(self.rows.get, terms) if r is not None)  # type: ignore[union-attr]
         if not rows:
             return list(self.bias)
         return (np.add.reduce(self.matrix[rows], axis=0) + self._bias).tolist()
@@ -154,7 +162,8 @@ class TaskNeighbours:
     """Each task's layer, as a position in :data:`TASK_LAYERS`."""
     topics: np.ndarray
     """Each task's topics, as a bit mask in :data:`TOPICS` order."""
-    _row: dict[str, int] = field(init=False, repr=False)
+    rows: dict[str, int] | None = field(default=None, repr=False)
+    """``terms`` -> row, shared with the models when they know the same terms, else derived."""
     _starts: list[int] = field(init=False, repr=False)
     _weights: np.ndarray = field(init=False, repr=False)
     """Per posting, the term's IDF times the task vector's weight for it: summed over a task's terms,
@@ -174,7 +183,8 @@ class TaskNeighbours:
         layers = (self.layers[:, None] == np.arange(len(TASK_LAYERS))).astype(np.uint8)
         topics = ((self.topics[:, None] >> np.arange(len(TOPICS))) & 1).astype(np.uint8)
         classes = np.hstack([layers, topics])
-        object.__setattr__(self, "_row", {t: i for i, t in enumerate(self.terms)})
+        if self.rows is None:
+            object.__setattr__(self, "rows", term_rows(self.terms))
         object.__setattr__(self, "_starts", self.starts.tolist())
         object.__setattr__(self, "_weights", per_posting**2 / np.where(norms > 0, norms, 1.0)[self.tasks])
         object.__setattr__(self, "_classes", classes)
@@ -199,7 +209,8 @@ class TaskNeighbours:
         Empty when no term is known. Ties in similarity go to the earlier task, so the same terms
         always give the same answer.
         """
-        rows = sorted({self._row[t] for t in terms if t in self._row})
+        index = self.rows or {}
+        rows = sorted({index[t] for t in terms if t in index})
         if not rows:
             return NO_NEIGHBOURS
         starts = self._starts
@@ -310,7 +321,12 @@ def to_arrays(model: TaskModel) -> dict[str, np.ndarray]:
 
 
 def _scorer(
-    arrays: Mapping[str, np.ndarray], key: str, terms: list[str], vocabulary: tuple[str, ...], source: str
+    arrays: Mapping[str, np.ndarray],
+    key: str,
+    terms: tuple[str, ...],
+    rows: dict[str, int],
+    vocabulary: tuple[str, ...],
+    source: str,
 ) -> TermWeights:
     try:
         classes = tuple(_lines(arrays[f"{key}_classes"]))
@@ -327,10 +343,12 @@ def _scorer(
     if list(terms) != sorted(terms):
         raise ValueError(f"{source}: 'terms' must be sorted")
     matrix = weights.astype(np.float64) / _UNIT  # the same floats as the rounded decimals
-    return TermWeights(classes, tuple((bias.astype(np.float64) / _UNIT).tolist()), tuple(terms), matrix)
+    return TermWeights(classes, tuple((bias.astype(np.float64) / _UNIT).tolist()), terms, matrix, rows)
 
 
-def _neighbours(arrays: Mapping[str, np.ndarray], source: str) -> TaskNeighbours:
+def _neighbours(
+    arrays: Mapping[str, np.ndarray], source: str, model_terms: tuple[str, ...], model_rows: dict[str, int]
+) -> TaskNeighbours:
     try:
         terms = tuple(_lines(arrays["neighbour_terms"]))
         starts, tasks = arrays["neighbour_starts"].astype(np.int64), arrays["neighbour_tasks"].astype(np.int32)
@@ -352,7 +370,8 @@ def _neighbours(arrays: Mapping[str, np.ndarray], source: str) -> TaskNeighbours
             f"of postings, one entry per term plus one; every posting must name a task; every task needs a layer "
             f"(0-{len(TASK_LAYERS) - 1}) and a topic mask"
         )
-    return TaskNeighbours(terms, starts, tasks, layers, topics)
+    shared = model_rows if terms == model_terms else None  # trained on the same vocabulary: one index
+    return TaskNeighbours(terms, starts, tasks, layers, topics, shared)
 
 
 def from_arrays(arrays: Mapping[str, np.ndarray], source: str = "task model") -> TaskModel:
@@ -360,11 +379,12 @@ def from_arrays(arrays: Mapping[str, np.ndarray], source: str = "task model") ->
     found = arrays["format"].tolist() if "format" in arrays else None
     if found != [MODEL_FORMAT]:
         raise ValueError(f"{source}: format {found!r}, expected [{MODEL_FORMAT}]")
-    terms = _lines(arrays["terms"]) if "terms" in arrays else []
+    terms = tuple(_lines(arrays["terms"])) if "terms" in arrays else ()
+    rows = term_rows(terms)  # one index for the layer model, the topic model and the neighbours
     return TaskModel(
-        _scorer(arrays, "layer", terms, LAYERS, source),
-        _scorer(arrays, "topic", terms, TOPICS, source),
-        _neighbours(arrays, source),
+        _scorer(arrays, "layer", terms, rows, LAYERS, source),
+        _scorer(arrays, "topic", terms, rows, TOPICS, source),
+        _neighbours(arrays, source, terms, rows),
     )
 
 
