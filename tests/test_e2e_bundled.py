@@ -18,7 +18,8 @@ def test_registration_endpoint_gets_input_validation_must(index: Index) -> None:
     assert cited["sourcePath"] == "security.md"
     assert cited["section"] == "Input validation"
     assert "[security#input-validation-1]" in result["context_block"]
-    assert {"api", "security"} <= set(result["diagnostics"]["topics"])
+    assert result["diagnostics"]["topics"][0] == "api"
+    assert result["citations"][0]["rule"] == "security"  # named in the header or not, security work leads
     assert result["diagnostics"]["detectedLayer"] == "2-Application"
 
 
