@@ -557,6 +557,7 @@ def detect(
     topic_vectors: np.ndarray | None = None,
     learnt: dict[str, dict[str, Collection[str]]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
+    file_votes: tuple[dict[str, float], dict[str, float]] | None = None,
     task_model: TaskModel | bool = True,
     weights: DetectionWeights = DETECTION_WEIGHTS,
     cosine_scale: float = 1.0,
@@ -564,7 +565,10 @@ def detect(
     """Detect context from task text, optionally helped by an index's tables (pure function).
 
     ``feedback`` holds (layer votes, topic votes) from the directives that best match the task
-    (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live.
+    (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live. It
+    counts only where the task's own words or meaning claim a layer or a topic: some directive
+    always matches best, so for "hello world" it would otherwise name a layer out of nothing.
+    ``file_votes`` (the rules tied to the edited files) always count: the file says where the work is.
     ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
     ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
     it off to place rule text, which the models never saw. ``weights`` replace the shipped
@@ -587,8 +591,10 @@ def detect(
     _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
     _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
     own = _own_claims(layer_scores, topic_scores)
-    if feedback:
-        for table, votes in zip((layer_scores, topic_scores), feedback, strict=True):
+    for extra in (feedback if any(own) else None, file_votes):
+        if not extra:
+            continue
+        for table, votes in zip((layer_scores, topic_scores), extra, strict=True):
             for name, vote in votes.items():
                 if name in table:
                     table[name] += vote

@@ -78,11 +78,10 @@ FILE_VOTE = 6.0
 """Layer/topic votes of each rule tied to an edited file: the file says where the work happens."""
 
 
-def add_file_votes(
-    votes: tuple[dict[str, float], dict[str, float]], rules: list[RuleRecord]
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Add the layers and topics of file-matched rules to the feedback votes (pure)."""
-    layers, topics = dict(votes[0]), dict(votes[1])
+def file_votes(rules: list[RuleRecord]) -> tuple[dict[str, float], dict[str, float]]:
+    """Layer and topic votes of the rules tied to the edited files (pure)."""
+    layers: dict[str, float] = {}
+    topics: dict[str, float] = {}
     for rule in rules:
         for name in rule.layers:
             if name != ANY_LAYER:
@@ -100,11 +99,13 @@ def detect_in_index(
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
     llm_answer: LLMAnswer | None = None,
     *,
+    files: tuple[dict[str, float], dict[str, float]] | None = None,
     task_model: TaskModel | bool = True,
     weights: DetectionWeights = DETECTION_WEIGHTS,
 ) -> Detection:
     """Run detection with the index's learnt tables, retrieval feedback and a local model's answer.
 
+    ``files`` holds the votes of the rules tied to the edited files (:meth:`FirstPass.file_votes`).
     ``task_model`` and ``weights`` are :func:`detect`'s, for measuring a retrained task model or other weights.
     """
     if query_vector is None and index.n_directives:
@@ -120,6 +121,7 @@ def detect_in_index(
         topic_vectors=index.topic_vectors,
         learnt=index.detect_terms if index.n_directives else None,
         feedback=feedback,
+        file_votes=files,
         task_model=task_model,
         weights=weights,
         cosine_scale=index.encoder.params.cosine_scale if index.n_directives else 1.0,
@@ -191,7 +193,9 @@ def rank_task(
     qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, index.always_apply_rules
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    det = detect_in_index(index, task, mode, qvec, feedback=first.votes(index), llm_answer=llm_answer)
+    det = detect_in_index(
+        index, task, mode, qvec, feedback=first.votes(index), llm_answer=llm_answer, files=first.file_votes(index)
+    )
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
@@ -293,8 +297,12 @@ class FirstPass:
     """Rules tied by globs to the edited files."""
 
     def votes(self, index: Index) -> tuple[dict[str, float], dict[str, float]]:
-        """Layer and topic votes of the best candidates and of the rules tied to the edited files."""
-        return add_file_votes(feedback_votes(index, self.got), [index.rule(i) for i in sorted(self.scoped)])
+        """Layer and topic votes of the best candidates (retrieval feedback)."""
+        return feedback_votes(index, self.got)
+
+    def file_votes(self, index: Index) -> tuple[dict[str, float], dict[str, float]]:
+        """Layer and topic votes of the rules tied to the edited files (none when no file was given)."""
+        return file_votes([index.rule(i) for i in sorted(self.scoped)])
 
 
 def first_pass(index: Index, task: str, files: tuple[str, ...] = ()) -> FirstPass:

@@ -73,3 +73,12 @@ def test_reported_topics_are_the_clear_ones_and_ranking_still_weighs_the_rest(in
     # registration is security work whether or not the header names it: the ranking weighs it
     assert "security" in det.ranking_topics()
     assert answer["citations"][0]["id"] == "security#authentication-and-passwords-2"
+
+
+@pytest.mark.parametrize("task", ["hello world", "make it better"])
+def test_a_task_with_no_telling_word_gets_no_layer_from_the_rules_that_match_it_best(index: Index, task: str) -> None:
+    """Some directive always matches best; its layer is not the task's when the task itself says nothing."""
+    answer = query_directives(index, task)
+    assert answer["diagnostics"]["detectedLayer"] is None and answer["diagnostics"]["topics"] == []
+    assert answer["context_block"].splitlines()[1] == "_layer any_"
+    assert not any("strictLayer" in note for note in answer["diagnostics"]["notes"])

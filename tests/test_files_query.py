@@ -87,3 +87,14 @@ def test_files_option_is_validated_and_reported(mixed: Path, capsys: pytest.Capt
     assert main(argv) == 0
     notes = json.loads(capsys.readouterr().out)["diagnostics"]["notes"]
     assert any("rules tied to them: migrations" in n for n in notes)
+
+
+def test_a_vague_task_takes_its_layer_from_the_edited_file(mixed: Path) -> None:
+    """Retrieval feedback does not place a task with no telling word; the file being edited does."""
+    with Index(mixed) as index:
+        plain = query_directives(index, "make it better")
+        editing = query_directives(index, "make it better", options={"files": ["db/migrations/0042_status.sql"]})
+    assert plain["diagnostics"]["detectedLayer"] is None and plain["diagnostics"]["topics"] == []
+    assert editing["diagnostics"]["detectedLayer"] == "4-Persistence"
+    assert editing["diagnostics"]["topics"] == ["database"]
+    assert editing["citations"][0]["sourcePath"] == ".github/instructions/migrations.instructions.md"
