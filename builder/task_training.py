@@ -35,6 +35,7 @@ from ruledex.reader.task_model import (
     TaskModel,
     TaskNeighbours,
     TermWeights,
+    term_rows,
     to_arrays,
 )
 from ruledex.reader.vocab import TASK_LAYERS, TOPICS, topic_mask
@@ -178,18 +179,16 @@ def _term_weights(classes: tuple[str, ...], vocab: list[str], w: np.ndarray, b: 
     return TermWeights(classes, tuple(float(v) for v in b), tuple(vocab[i] for i in kept.tolist()), w[kept])
 
 
-def neighbours_of(tasks: list[LabeledTask], term_sets: list[set[str]], vocab: list[str]) -> TaskNeighbours:
-    """The tasks' postings over ``vocab`` (sorted terms), with their layers and topics."""
-    column = {t: i for i, t in enumerate(vocab)}
-    postings: list[list[int]] = [[] for _ in vocab]
-    for row, terms in enumerate(term_sets):
-        for term in terms:
-            if term in column:
-                postings[column[term]].append(row)
-    starts = np.cumsum([0, *(len(p) for p in postings)])
-    rows = np.array([row for p in postings for row in p], np.int64)
+def neighbours_of(tasks: list[LabeledTask], x: _Features, vocab: list[str]) -> TaskNeighbours:
+    """The tasks' postings over ``vocab`` (sorted terms), with their layers and topics.
+
+    The postings are the training features read by column (every term of ``vocab`` occurs, and a
+    column's tasks come in task order), so they are not collected a second time.
+    """
+    starts = np.append(x.column_starts, len(x.columns)) if len(vocab) else np.zeros(1, np.int64)
     layers = np.array([TASK_LAYERS.index(t.layer) for t in tasks], np.int64)
-    return TaskNeighbours(tuple(vocab), starts, rows, layers, np.array([topic_mask(t.topics) for t in tasks], np.int64))
+    topics = np.array([topic_mask(t.topics) for t in tasks], np.int64)
+    return TaskNeighbours(tuple(vocab), starts, x.row_by_column.astype(np.int64), layers, topics)
 
 
 def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()) -> TaskModel:
@@ -200,7 +199,7 @@ def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
     vocab = sorted(t for t, c in counts.items() if c >= options.min_count)
-    column = {t: i for i, t in enumerate(vocab)}
+    column = term_rows(vocab)
     x = _Features.from_rows([sorted(column[t] for t in terms if t in column) for terms in term_sets])
     layers = np.zeros((len(tasks), len(TASK_LAYERS)))
     layers[np.arange(len(tasks)), [TASK_LAYERS.index(t.layer) for t in tasks]] = 1.0
@@ -210,7 +209,7 @@ def train(tasks: list[LabeledTask], options: TrainingOptions = TrainingOptions()
     return TaskModel(
         _term_weights(TASK_LAYERS, vocab, *_fit(x, len(vocab), layers, options, softmax=True)),
         _term_weights(TOPICS, vocab, *_fit(x, len(vocab), topics, options, softmax=False)),
-        neighbours_of(tasks, term_sets, vocab),
+        neighbours_of(tasks, x, vocab),
     )
 
 
