@@ -13,11 +13,13 @@ claimed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .stacks import PARENTS, stack_of
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .text import keywords, stem, words
 from .vocab import LAYERS, TOPICS
@@ -262,6 +264,29 @@ TECHNOLOGIES: tuple[str, ...] = (
     "junit",
     "testcontainers",
 )
+
+AMBIGUOUS_TECHNOLOGIES = frozenset(
+    {"go", "node", "spring", "express", "expo", "spark", "rails", "gin", "apollo", "dart", "swift", "rust", "mocha"}
+    | {"jest", "drizzle", "remix", "phoenix", "helm"}
+)
+"""Technology names that are also everyday words ("go out to Kafka", "the node ran out of memory"):
+they name the technology only when written with a capital, as a file extension ("main.go"), or beside
+another technology of their stack ("Elixir phoenix")."""
+
+
+def _named_technologies(found: set[str], text: str) -> set[str]:
+    """``found`` without the everyday words among them that ``text`` does not use as names."""
+    plain = found - AMBIGUOUS_TECHNOLOGIES
+    kept = set(plain)
+    for tech in found & AMBIGUOUS_TECHNOLOGIES:
+        word = re.escape(tech)
+        capitalised = any(m.group(0) != tech for m in re.finditer(rf"(?<![\w-]){word}(?![\w-])", text, re.IGNORECASE))
+        named = capitalised or re.search(rf"\.{word}\b", text, re.IGNORECASE) is not None  # main.go, .go files
+        others = stack_of(found - {tech})
+        if named or tech in others or not others.isdisjoint(PARENTS.get(tech, ())):
+            kept.add(tech)
+    return kept
+
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "auth": ("authentication", "authorization"),
@@ -618,6 +643,8 @@ def detect(
     topics = tuple(name for name in evident if topic_scores[name] >= TOPIC_SHARE * top_topic)[:REPORTED_TOPICS]
     lowered, raw_set = text.lower(), set(raw)
     found = {t for t in raw_set if t in _TECH_RANK} | {t for t in _TECH_SYMBOLS if t in lowered}
+    if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
+        found = _named_technologies(found, text)
     techs = tuple(sorted(found, key=_TECH_RANK.__getitem__))
     return Detection(
         layer=layer,

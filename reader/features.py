@@ -16,6 +16,7 @@ from .detect import Detection
 from .index import Index
 from .rank import first_of_runs
 from .retrieve import Retrieval
+from .stacks import stack_fits
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, SEVERITY_BOOST, TOPICS
 
 TRUST_FLOOR = 0.0
@@ -121,6 +122,15 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     return np.minimum(np.maximum(per_rule[rules], 0.0), 1.0)
 
 
+def stack_match(index: Index, rules: np.ndarray, technologies: tuple[str, ...]) -> np.ndarray:
+    """Per candidate, how well its rule's technologies fit the task's (:func:`~ruledex.reader.stacks.stack_fits`)."""
+    if not technologies:
+        return np.full(len(rules), 0.5, np.float32)
+    unique, where = np.unique(rules, return_inverse=True)
+    fits = stack_fits(technologies, (index.rule(r).technologies for r in unique.tolist()))
+    return np.asarray(fits, np.float32)[where]
+
+
 def features(
     index: Index,
     got: Retrieval,
@@ -131,6 +141,7 @@ def features(
     trust: float = 1.0,
     scoped: set[int] | None = None,
     always: set[int] | None = None,
+    technologies: tuple[str, ...] = (),
 ) -> dict[str, np.ndarray]:
     """Every ranking signal for the retrieved candidates, aligned with ``got.ids``.
 
@@ -169,4 +180,5 @@ def features(
         "rule_lexical": relative(got.rule_bm25)[rules] if got.rule_bm25 is not None else np.zeros(len(ids), np.float32),
         "file_match": in_rules(rules, scoped or ()).astype(np.float32),
         "always_apply": in_rules(rules, always or ()).astype(np.float32),
+        "stack": stack_match(index, rules, technologies),
     }

@@ -241,6 +241,7 @@ def rank_task(
             trust=trust,
             scoped=scoped,
             always=always,
+            technologies=det.technologies,
         )
         scored = score(feats, weights or ranking.weights)
         positions = order(scored.total, got.ids)
