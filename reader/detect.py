@@ -276,8 +276,7 @@ another technology of their stack ("Elixir phoenix")."""
 
 def _named_technologies(found: set[str], text: str) -> set[str]:
     """``found`` without the everyday words among them that ``text`` does not use as names."""
-    plain = found - AMBIGUOUS_TECHNOLOGIES
-    kept = set(plain)
+    kept = found - AMBIGUOUS_TECHNOLOGIES
     for tech in found & AMBIGUOUS_TECHNOLOGIES:
         word = re.escape(tech)
         capitalised = any(m.group(0) != tech for m in re.finditer(rf"(?<![\w-]){word}(?![\w-])", text, re.IGNORECASE))

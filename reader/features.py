@@ -16,7 +16,7 @@ from .detect import Detection
 from .index import Index
 from .rank import first_of_runs
 from .retrieve import Retrieval
-from .stacks import stack_fits
+from .stacks import NO_EVIDENCE_FIT, stack_fits
 from .vocab import ANY_LAYER, LAYERS, SEVERITIES, SEVERITY_BOOST, TOPICS
 
 TRUST_FLOOR = 0.0
@@ -125,7 +125,7 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
 def stack_match(index: Index, rules: np.ndarray, technologies: tuple[str, ...]) -> np.ndarray:
     """Per candidate, how well its rule's technologies fit the task's (:func:`~ruledex.reader.stacks.stack_fits`)."""
     if not technologies:
-        return np.full(len(rules), 0.5, np.float32)
+        return np.full(len(rules), NO_EVIDENCE_FIT, np.float32)
     unique, where = np.unique(rules, return_inverse=True)
     fits = stack_fits(technologies, (index.rule(r).technologies for r in unique.tolist()))
     return np.asarray(fits, np.float32)[where]

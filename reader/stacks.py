@@ -118,6 +118,10 @@ def stack_of(technologies: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+NO_EVIDENCE_FIT = 0.5
+"""Fit when nothing tells: the task or the rule names no technology, or the rule builds on what the
+task names. The same for every such candidate, so it moves no ranking among them."""
+
 SAME_LANGUAGE_FIT = 0.25
 """Fit of a rule written for a sibling of the task's stack (a React guide for a Vue task: both
 JavaScript): closer than a different stack, far from the task's own."""
@@ -127,23 +131,26 @@ def stack_fits(task_technologies: Iterable[str], rules: Iterable[tuple[str, ...]
     """How well rules written for each of ``rules`` (their technologies) fit a task naming ``task_technologies``.
 
     Each fit is in [0, 1]. 1: the rule is about a technology of the task's stack (a Go guide for a
-    Gin task). 0.5: no evidence either way: the task or the rule names none, or the rule builds on
-    what the task names (a Django guide for a Python task). :data:`SAME_LANGUAGE_FIT`: the two
-    stacks share only what both build on (a React guide for a Vue task). 0: a different stack.
+    Gin task). :data:`NO_EVIDENCE_FIT`: no evidence either way: the task or the rule names none, or
+    the rule builds on what the task names (a Django guide for a Python task).
+    :data:`SAME_LANGUAGE_FIT`: the two stacks share only what both build on (a React guide for a
+    Vue task). 0: a different stack.
     """
     named = frozenset(task_technologies)
+    if not named:
+        return [NO_EVIDENCE_FIT for _ in rules]
     stack = stack_of(named)
     return [_fit(named, stack, rule) for rule in rules]
 
 
 def _fit(named: frozenset[str], stack: frozenset[str], rule: tuple[str, ...]) -> float:
-    if not named or not rule:
-        return 0.5
+    if not rule:
+        return NO_EVIDENCE_FIT
     if not stack.isdisjoint(rule):
         return 1.0
     rule_stack = _stack_of_rule(rule)
     if not named.isdisjoint(rule_stack):
-        return 0.5
+        return NO_EVIDENCE_FIT
     return 0.0 if stack.isdisjoint(rule_stack) else SAME_LANGUAGE_FIT
 
 
