@@ -263,11 +263,83 @@ TECHNOLOGIES: tuple[str, ...] = (
     "rspec",
     "junit",
     "testcontainers",
+    # the libraries and tools each ecosystem's tasks name, language by language (reader/stacks.py
+    # relates each one to its language)
+    *[
+        "jquery",
+        "preact",
+        "solidjs",
+        "sveltekit",
+        "gatsby",
+        "koa",
+        "hapi",
+        "hono",
+        "knex",
+        "zod",
+        "trpc",
+        "mobx",
+        "electron",
+        "esbuild",
+        "rollup",
+    ],
+    *["turborepo", "puppeteer", "chai", "npm", "pnpm", "yarn", "stimulus", "hotwire"],
+    *[
+        "pydantic",
+        "httpx",
+        "aiohttp",
+        "starlette",
+        "hypothesis",
+        "respx",
+        "mypy",
+        "polars",
+        "jax",
+        "llamaindex",
+        "dagster",
+        "prefect",
+        "poetry",
+    ],
+    *["micronaut", "mockito", "lombok", "gradle", "maven", "akka", "zio", "cats"],
+    *["echo", "fiber", "chi", "gorm", "sqlc", "cobra"],
+    *[
+        "tokio",
+        "serde",
+        "sqlx",
+        "diesel",
+        "leptos",
+        "yew",
+        "tauri",
+        "bevy",
+        "clap",
+        "ratatui",
+        "proptest",
+        "criterion",
+        "rocket",
+        "warp",
+    ],
+    *[
+        "sinatra",
+        "sidekiq",
+        "symfony",
+        "livewire",
+        "eloquent",
+        "phpunit",
+        "blazor",
+        "xunit",
+        "nunit",
+        "uikit",
+        "xctest",
+        "riverpod",
+    ],
+    *["ecto", "liveview", "qt", "cmake", "gtest", "timescaledb", "pgvector", "mongo", "dependabot", "renovate"],
+    "entity framework",
 )
 
 AMBIGUOUS_TECHNOLOGIES = frozenset(
     {"go", "node", "spring", "express", "expo", "spark", "rails", "gin", "apollo", "dart", "swift", "rust", "mocha"}
     | {"jest", "drizzle", "remix", "phoenix", "helm"}
+    | {"electron", "rollup", "yarn", "stimulus", "hypothesis", "prefect", "poetry", "cats", "echo", "fiber", "chi"}
+    | {"cobra", "diesel", "clap", "criterion", "rocket", "warp", "eloquent", "renovate", "bevy", "yew", "livewire"}
+    | {"chai"}
 )
 """Technology names that are also everyday words ("go out to Kafka", "the node ran out of memory"):
 they name the technology only when written with a capital, as a file extension ("main.go"), or beside

@@ -34,7 +34,7 @@ def test_stack_words_name_the_layer(task: str, layer: str) -> None:
         ("Train the PyTorch model and report scikit-learn metrics", ("pytorch", "scikit-learn")),
         ("Deploy the Next.js app to Vercel with Supabase auth", ("next.js", "supabase", "vercel")),
         ("Our ASP.NET Core API returns 500 on empty carts", ("asp.net",)),
-        ("Add a Gin handler and a GORM query", ("gin",)),
+        ("Add a Gin handler and a GORM query", ("gin", "gorm")),
         ("The React Native screen crashes on Android", ("react", "react native")),
         ("Add a Spring Boot actuator health check", ("spring", "spring boot")),
         ("Make it faster", ()),

@@ -8,13 +8,19 @@ from pathlib import Path
 import pytest
 
 from ruledex.builder.build import build
-from ruledex.reader.detect import detect
+from ruledex.reader.detect import TECHNOLOGIES, detect
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
 from ruledex.reader.rank import DEFAULT_WEIGHTS
-from ruledex.reader.stacks import SAME_LANGUAGE_FIT, stack_fits, stack_of
+from ruledex.reader.stacks import PARENTS, SAME_LANGUAGE_FIT, stack_fits, stack_of
 
 from .conftest import write_rules
+
+
+def test_every_stack_names_only_technologies_detection_knows() -> None:
+    known = set(TECHNOLOGIES)
+    assert set(PARENTS) <= known
+    assert {parent for parents in PARENTS.values() for parent in parents} <= known
 
 
 def test_a_named_technology_brings_what_it_builds_on() -> None:
@@ -54,6 +60,38 @@ def test_how_well_a_rule_fits_the_task_s_stack(task: tuple[str, ...], rule: tupl
 )
 def test_technology_names_that_are_everyday_words_count_only_as_names(text: str, named: tuple[str, ...]) -> None:
     assert detect(text, task_model=False).technologies == named
+
+
+@pytest.mark.parametrize(
+    ("text", "named", "language"),
+    [
+        ("Our tokio service deadlocks under load", ("tokio",), "rust"),
+        ("Ratatui dashboard breaks on narrow terminals", ("ratatui",), "rust"),
+        ("ZIO Test spec for the UserService", ("zio",), "scala"),
+        ("Convert the dropdown to a Stimulus controller", ("stimulus",), "rails"),
+        ("Budget app (Riverpod): roll unspent money over", ("riverpod",), "dart"),
+        ("The Mongo queries do full collection scans", ("mongo",), "mongodb"),
+        ("Load settings with pydantic-settings", ("pydantic",), "python"),
+        ("The Livewire table re-renders on every keystroke", ("livewire",), "php"),
+    ],
+)
+def test_libraries_name_their_language_s_stack(text: str, named: tuple[str, ...], language: str) -> None:
+    found = detect(text, task_model=False).technologies
+    assert found == named
+    assert language in stack_of(found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo the request id back in the response",
+        "a bevy of flaky tests in the billing suite",
+        "renovate the settings page",
+        "the criterion for a valid coupon is wrong",
+    ],
+)
+def test_library_names_that_are_everyday_words_are_not_technologies(text: str) -> None:
+    assert detect(text, task_model=False).technologies == ()
 
 
 GO = """---
