@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stacks import PARENTS, stack_of
+from .stacks import LIBRARIES, PARENTS, stack_of
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .text import keywords, stem, words
 from .vocab import LAYERS, TOPICS
@@ -263,75 +263,7 @@ TECHNOLOGIES: tuple[str, ...] = (
     "rspec",
     "junit",
     "testcontainers",
-    # the libraries and tools each ecosystem's tasks name, language by language (reader/stacks.py
-    # relates each one to its language)
-    *[
-        "jquery",
-        "preact",
-        "solidjs",
-        "sveltekit",
-        "gatsby",
-        "koa",
-        "hapi",
-        "hono",
-        "knex",
-        "zod",
-        "trpc",
-        "mobx",
-        "electron",
-        "esbuild",
-        "rollup",
-    ],
-    *["turborepo", "puppeteer", "chai", "npm", "pnpm", "yarn", "stimulus", "hotwire"],
-    *[
-        "pydantic",
-        "httpx",
-        "aiohttp",
-        "starlette",
-        "hypothesis",
-        "respx",
-        "mypy",
-        "polars",
-        "jax",
-        "llamaindex",
-        "dagster",
-        "prefect",
-        "poetry",
-    ],
-    *["micronaut", "mockito", "lombok", "gradle", "maven", "akka", "zio", "cats"],
-    *["echo", "fiber", "chi", "gorm", "sqlc", "cobra"],
-    *[
-        "tokio",
-        "serde",
-        "sqlx",
-        "diesel",
-        "leptos",
-        "yew",
-        "tauri",
-        "bevy",
-        "clap",
-        "ratatui",
-        "proptest",
-        "criterion",
-        "rocket",
-        "warp",
-    ],
-    *[
-        "sinatra",
-        "sidekiq",
-        "symfony",
-        "livewire",
-        "eloquent",
-        "phpunit",
-        "blazor",
-        "xunit",
-        "nunit",
-        "uikit",
-        "xctest",
-        "riverpod",
-    ],
-    *["ecto", "liveview", "qt", "cmake", "gtest", "timescaledb", "pgvector", "mongo", "dependabot", "renovate"],
-    "entity framework",
+    *LIBRARIES,  # the libraries and tools of each ecosystem, with their stacks (reader/stacks.py)
 )
 
 AMBIGUOUS_TECHNOLOGIES = frozenset(
