@@ -13,14 +13,13 @@ claimed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stacks import LIBRARIES, PARENTS, stack_of
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
+from .technologies import named_technologies
 from .text import keywords, stem, words
 from .vocab import LAYERS, TOPICS
 
@@ -122,174 +121,6 @@ _ACTIVITY_WORDS: dict[str, tuple[float, str]] = {
 """Words that name the *kind of work* (a test, a doc, a Dockerfile, a migration, a form) weigh more
 than words that name its subject (an API, a user), so "write tests for the signup endpoint" is a
 5-Tests task. Each entry: (weight, words); other dictionary words weigh 1."""
-
-TECHNOLOGIES: tuple[str, ...] = (
-    "python",
-    "typescript",
-    "javascript",
-    "java",
-    "kotlin",
-    "go",
-    "golang",
-    "rust",
-    "ruby",
-    "php",
-    "c#",
-    "c++",
-    "swift",
-    "react",
-    "vue",
-    "svelte",
-    "angular",
-    "nextjs",
-    "next.js",
-    "django",
-    "flask",
-    "fastapi",
-    "express",
-    "nestjs",
-    "spring",
-    "rails",
-    "laravel",
-    "node",
-    "nodejs",
-    "postgres",
-    "postgresql",
-    "mysql",
-    "sqlite",
-    "mongodb",
-    "redis",
-    "kafka",
-    "rabbitmq",
-    "graphql",
-    "grpc",
-    "docker",
-    "kubernetes",
-    "k8s",
-    "helm",
-    "terraform",
-    "aws",
-    "gcp",
-    "azure",
-    "github-actions",
-    "pytest",
-    "jest",
-    "vitest",
-    "cypress",
-    "playwright",
-    "tailwind",
-    "prisma",
-    "sqlalchemy",
-    "alembic",
-    "celery",
-    "openapi",
-    # beyond the mainstream web stack: more languages, UI kits, frameworks, stores, data and ML
-    # tools, platforms and test tools that tasks name by name
-    "scala",
-    "elixir",
-    "dart",
-    "solidity",
-    "nuxt",
-    "remix",
-    "astro",
-    "htmx",
-    "redux",
-    "zustand",
-    "pinia",
-    "tanstack",
-    "apollo",
-    "flutter",
-    "swiftui",
-    "jetpack",
-    "react-native",
-    "react native",
-    "spring boot",
-    "jetpack compose",
-    "expo",
-    "vite",
-    "webpack",
-    "storybook",
-    "fastify",
-    "gin",
-    "actix",
-    "axum",
-    "ktor",
-    "phoenix",
-    "quarkus",
-    "asp.net",
-    "dotnet",
-    "deno",
-    "supabase",
-    "firebase",
-    "firestore",
-    "dynamodb",
-    "cassandra",
-    "elasticsearch",
-    "snowflake",
-    "bigquery",
-    "clickhouse",
-    "duckdb",
-    "typeorm",
-    "sequelize",
-    "mongoose",
-    "drizzle",
-    "hibernate",
-    "jpa",
-    "pytorch",
-    "tensorflow",
-    "keras",
-    "scikit-learn",
-    "pandas",
-    "numpy",
-    "spark",
-    "pyspark",
-    "airflow",
-    "dbt",
-    "langchain",
-    "ansible",
-    "pulumi",
-    "vercel",
-    "netlify",
-    "heroku",
-    "cloudflare",
-    "nginx",
-    "istio",
-    "knative",
-    "argocd",
-    "jenkins",
-    "gitlab",
-    "selenium",
-    "mocha",
-    "rspec",
-    "junit",
-    "testcontainers",
-    *LIBRARIES,  # the libraries and tools of each ecosystem, with their stacks (reader/stacks.py)
-)
-
-AMBIGUOUS_TECHNOLOGIES = frozenset(
-    {"go", "node", "spring", "express", "expo", "spark", "rails", "gin", "apollo", "dart", "swift", "rust", "mocha"}
-    | {"jest", "drizzle", "remix", "phoenix", "helm"}
-    | {"electron", "rollup", "yarn", "stimulus", "hypothesis", "prefect", "poetry", "cats", "echo", "fiber", "chi"}
-    | {"cobra", "diesel", "clap", "criterion", "rocket", "warp", "eloquent", "renovate", "bevy", "yew", "livewire"}
-    | {"chai"}
-)
-"""Technology names that are also everyday words ("go out to Kafka", "the node ran out of memory"):
-they name the technology only when written with a capital, as a file extension ("main.go"), or beside
-another technology of their stack ("Elixir phoenix")."""
-
-
-def _named_technologies(found: set[str], text: str) -> set[str]:
-    """``found`` without the everyday words among them that ``text`` does not use as names."""
-    kept = found - AMBIGUOUS_TECHNOLOGIES
-    for tech in found & AMBIGUOUS_TECHNOLOGIES:
-        word = re.escape(tech)
-        capitalised = any(m.group(0) != tech for m in re.finditer(rf"(?<![\w-]){word}(?![\w-])", text, re.IGNORECASE))
-        named = capitalised or re.search(rf"\.{word}\b", text, re.IGNORECASE) is not None  # main.go, .go files
-        others = stack_of(found - {tech})
-        if named or tech in others or not others.isdisjoint(PARENTS.get(tech, ())):
-            kept.add(tech)
-    return kept
-
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "auth": ("authentication", "authorization"),
@@ -512,9 +343,6 @@ _LAYER_INDEX = _inverted(LAYER_TERMS, LAYER_WEIGHTS)
 _TOPIC_INDEX = _inverted(TOPIC_TERMS)
 _LAYER_NAMES = tuple(LAYER_TERMS)
 _TOPIC_NAMES = tuple(TOPIC_TERMS)
-_TECH_RANK = {name: i for i, name in enumerate(TECHNOLOGIES)}
-_TECH_SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
-"""Technologies with a symbol, a dot or a space (c#, node.js, react native): found in the text as written."""
 
 
 def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
@@ -644,16 +472,11 @@ def detect(
     )[:EVIDENT_TOPICS]
     top_topic = topic_scores[evident[0]] if evident else 0.0
     topics = tuple(name for name in evident if topic_scores[name] >= TOPIC_SHARE * top_topic)[:REPORTED_TOPICS]
-    lowered, raw_set = text.lower(), set(raw)
-    found = {t for t in raw_set if t in _TECH_RANK} | {t for t in _TECH_SYMBOLS if t in lowered}
-    if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
-        found = _named_technologies(found, text)
-    techs = tuple(sorted(found, key=_TECH_RANK.__getitem__))
     return Detection(
         layer=layer,
         topics=topics,
         evident_topics=evident,
-        technologies=techs,
+        technologies=named_technologies(text, raw),
         keywords=tuple(dict.fromkeys(w for w in raw if w not in _STOP)),
         confidence=min(1.0, confidence),
         layer_scores={k: round(v, 3) for k, v in layer_scores.items()},

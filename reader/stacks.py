@@ -2,7 +2,7 @@
 
 A task that names Gin is Go work, one that names Nuxt is Vue work, one that names Hibernate is Java
 work; a guide written for Next.js and Supabase is not about any of them. Detection names the
-technologies a task and a rule mention (:data:`~ruledex.reader.detect.TECHNOLOGIES`); this module
+technologies a task and a rule mention (:data:`~ruledex.reader.technologies.TECHNOLOGIES`); this module
 relates them, so ranking can prefer the guides of the task's own stack. Pure.
 """
 
@@ -80,7 +80,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 }
 """The libraries and tools each ecosystem's tasks name, and the language or framework each builds on:
 a task naming Ratatui, ZIO or Stimulus is Rust, Scala or Rails work though it names no language.
-Detection knows them as technologies (:data:`~ruledex.reader.detect.TECHNOLOGIES`) from here."""
+Detection knows them as technologies (:data:`~ruledex.reader.technologies.TECHNOLOGIES`) from here."""
 
 PARENTS: dict[str, tuple[str, ...]] = {
     # other spellings of one technology

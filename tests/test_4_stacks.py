@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from ruledex.builder.build import build
-from ruledex.reader.detect import TECHNOLOGIES, detect
+from ruledex.reader.detect import detect
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
 from ruledex.reader.rank import DEFAULT_WEIGHTS
 from ruledex.reader.stacks import PARENTS, SAME_LANGUAGE_FIT, stack_fits, stack_of
+from ruledex.reader.technologies import TECHNOLOGIES
 
 from .conftest import write_rules
 
