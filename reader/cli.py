@@ -112,18 +112,20 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
     from .llm import llm_detect, merge
+    from .paths import path_evidence
 
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
+    paths = path_evidence(args.files) if args.files else None
     if _has_index(args.index):
         from .query import check_mode, detect_in_index
 
         with _open(args) as index:
-            found = detect_in_index(index, args.text, check_mode(args.mode), llm_answer=answer).to_dict()
+            found = detect_in_index(index, args.text, check_mode(args.mode), llm_answer=answer, paths=paths).to_dict()
     else:
         from .detect import detect
 
-        found = merge(detect(args.text, args.mode), answer).to_dict()
+        found = merge(detect(args.text, args.mode, paths=paths), answer).to_dict()
     if args.json:
         _print_json(found)
     else:
@@ -215,9 +217,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``ruledex eval``."""
-    from .evaluate import evaluate, format_report, load_queries
+    from .evaluate import evaluate, format_report, load_queries, with_files
 
     queries = load_queries(Path(args.queries))
+    if args.files:
+        queries = with_files(queries, Path(args.files))
     if args.half:  # lines 1, 3, 5 ... are "odd": the weights were chosen on the even lines
         queries = queries[1::2] if args.half == "odd" else queries[0::2]
     with _open(args) as index:
@@ -401,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--files",
         nargs="+",
         metavar="PATH",
-        help="files the task touches (relative to the rules repository root): rules whose globs match rank first",
+        help="files the task touches (relative to the rules repository root): their paths say where the work is "
+        "(tests/, migrations/, a .tsx page ...) and in what; rules whose globs match rank higher",
     )
     p.add_argument("--explain", action="store_true", help="include score breakdowns (in --json, or on stderr)")
     _add_llm(p)
@@ -440,6 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: ruledex eval --queries tests/data/eval_bundled.jsonl --index dist/bundled.ruledex --rules rules/",
     )
     p.add_argument("--queries", required=True, help="JSONL file of labeled tasks")
+    p.add_argument(
+        "--files",
+        metavar="FILE",
+        help='JSONL file of {"id", "files": [path, ...]} lines: each task is asked with the files being edited, '
+        "as an IDE would pass them (e.g. tests/data/files_bundled.jsonl)",
+    )
     _add_index(p)
     p.add_argument(
         "--rules",
@@ -515,6 +526,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", help="task text")
     _add_index(p)
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode")
+    p.add_argument(
+        "--files",
+        nargs="+",
+        metavar="PATH",
+        help="files the task touches: their paths say where the work is (tests/, migrations/, a .tsx page ...)",
+    )
     p.add_argument("--json", action="store_true", help="print the detect_context tool output as JSON")
     _add_llm(p)
     p.set_defaults(run=cmd_detect)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .paths import PathEvidence
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .technologies import named_technologies
 from .text import keywords, stem, words
@@ -413,7 +414,7 @@ def detect(
     topic_vectors: np.ndarray | None = None,
     learnt: dict[str, dict[str, Collection[str]]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
-    file_votes: tuple[dict[str, float], dict[str, float]] | None = None,
+    paths: PathEvidence | None = None,
     task_model: TaskModel | bool = True,
     weights: DetectionWeights = DETECTION_WEIGHTS,
     cosine_scale: float = 1.0,
@@ -424,7 +425,8 @@ def detect(
     (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live. It
     counts only where the task's own words or meaning claim a layer or a topic: some directive
     always matches best, so for "hello world" it would otherwise name a layer out of nothing.
-    ``file_votes`` (the rules tied to the edited files) always count: the file says where the work is.
+    ``paths`` (what the edited files' paths say, :mod:`.paths`) always counts: the file says where
+    the work is; the files' technologies join the text's.
     ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
     ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
     it off to place rule text, which the models never saw. ``weights`` replace the shipped
@@ -447,7 +449,8 @@ def detect(
     _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
     _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
     own = _own_claims(layer_scores, topic_scores)
-    for extra in (feedback if any(own) else None, file_votes):
+    path_votes = (paths.layers, paths.topics) if paths is not None else None
+    for extra in (feedback if any(own) else None, path_votes):
         if not extra:
             continue
         for table, votes in zip((layer_scores, topic_scores), extra, strict=True):
@@ -476,12 +479,19 @@ def detect(
         layer=layer,
         topics=topics,
         evident_topics=evident,
-        technologies=named_technologies(text, raw),
+        technologies=with_files(named_technologies(text, raw), paths),
         keywords=tuple(dict.fromkeys(w for w in raw if w not in _STOP)),
         confidence=min(1.0, confidence),
         layer_scores={k: round(v, 3) for k, v in layer_scores.items()},
         topic_scores={k: round(v, 3) for k, v in topic_scores.items()},
     )
+
+
+def with_files(named: tuple[str, ...], paths: PathEvidence | None) -> tuple[str, ...]:
+    """The text's technologies, then those of the edited files it does not name."""
+    if paths is None or not paths.technologies:
+        return named
+    return (*named, *(t for t in paths.technologies if t not in named))
 
 
 from .text import STOPWORDS as _STOP  # noqa: E402 - kept next to its single use

@@ -1,7 +1,8 @@
 """Measure retrieval quality: ``ruledex eval`` over a labeled query set, beside a BM25 floor.
 
 A query line is ``{"id", "task", "relevant": {"<source path>": grade}, "layer", "topics"}`` with
-grades 2 (must be picked) and 1 (useful). ruledex's ranking of source documents is the order in
+grades 2 (must be picked) and 1 (useful), and optionally ``"files"``: the paths the developer is
+editing, passed as the query's ``files`` option (:func:`with_files` adds them from a separate file). ruledex's ranking of source documents is the order in
 which the answer first names them: the citations of the block, then the candidates the block left
 out (``diagnostics.omitted``, in rank order). The floor is plain BM25 over whole documents with the
 same keyword tokenizer, computed in the same run: over the source files as written when the rules
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +52,42 @@ class LabeledQuery:
     relevant: dict[str, int]
     layer: str | None
     topics: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    """The files being edited, as an IDE would pass them (``options.files``)."""
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise TypeError(f"files: expected a list of paths, got {value!r}")
+    return tuple(value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"{path}: cannot read it ({reason}); pass a JSONL file") from None
 
 
 def load_queries(path: Path) -> list[LabeledQuery]:
     """Read a JSONL query set; errors name the file, line and field."""
     out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_read(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
             relevant = {str(k): int(v) for k, v in raw["relevant"].items()}
             out.append(
-                LabeledQuery(str(raw["id"]), str(raw["task"]), relevant, raw.get("layer"), tuple(raw.get("topics", ())))
+                LabeledQuery(
+                    str(raw["id"]),
+                    str(raw["task"]),
+                    relevant,
+                    raw.get("layer"),
+                    tuple(raw.get("topics", ())),
+                    _paths(raw.get("files", [])),
+                )
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(
@@ -72,6 +96,29 @@ def load_queries(path: Path) -> list[LabeledQuery]:
     if not out:
         raise ConfigError(f"{path}: no queries")
     return out
+
+
+def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
+    """The queries with the edited files of a JSONL file of ``{"id", "files": [path, ...]}`` lines.
+
+    Every query must have a line, so a partial file cannot pass for the whole set; errors name the
+    file, line and id.
+    """
+    files: dict[str, tuple[str, ...]] = {}
+    for number, line in enumerate(_read(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            files[str(raw["id"])] = _paths(raw["files"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f'{path}:{number}: not a files line ({type(exc).__name__}: {exc}); expected {{"id", "files": [path, ...]}}'
+            ) from None
+    missing = [q.id for q in queries if q.id not in files]
+    if missing:
+        raise ConfigError(f"{path}: no files line for {len(missing)} queries, e.g. {', '.join(missing[:3])}")
+    return [replace(q, files=files[q.id]) for q in queries]
 
 
 def dcg(grades: list[int], k: int) -> float:
@@ -227,7 +274,8 @@ def evaluate(
     all_rules_tokens = sum(count_tokens(text) for text in documents.texts.values())
     rows = []
     for q in queries:
-        answer = query_directives(index, q.task, options=options, weights=weights)
+        opts = {**(options or {}), "files": list(q.files)} if q.files else options
+        answer = query_directives(index, q.task, options=opts, weights=weights)
         ours = ruledex_ranking(answer, index)
         base = floor.rank(q.task)
         diag = answer["diagnostics"]

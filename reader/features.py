@@ -122,6 +122,21 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     return np.minimum(np.maximum(per_rule[rules], 0.0), 1.0)
 
 
+def file_fit(rules: np.ndarray, scoped: set[int], elsewhere: set[int] | None) -> np.ndarray:
+    """Per candidate, how its rule's globs fit the edited files.
+
+    1 when tied to one of them, 0 when scoped to other files only, 0.5 when not scoped; 0 for every
+    candidate when no file was given.
+
+    A rule scoped elsewhere stays a candidate (it may still be what the task needs: a security rule
+    scoped to code while the CI workflow is open); it only ranks lower.
+    """
+    tied = in_rules(rules, scoped).astype(np.float32)
+    if elsewhere is None:
+        return tied
+    return np.where(in_rules(rules, elsewhere), np.float32(0.0), np.maximum(tied, np.float32(0.5)))
+
+
 def stack_match(index: Index, rules: np.ndarray, technologies: tuple[str, ...]) -> np.ndarray:
     """Per candidate, how well its rule's technologies fit the task's (:func:`~ruledex.reader.stacks.stack_fits`)."""
     if not technologies:
@@ -142,8 +157,12 @@ def features(
     scoped: set[int] | None = None,
     always: set[int] | None = None,
     technologies: tuple[str, ...] = (),
+    elsewhere: set[int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every ranking signal for the retrieved candidates, aligned with ``got.ids``.
+
+    ``scoped`` are the rules tied by globs to the edited files; ``elsewhere`` (None when no file was
+    given) the rules tied to other files only (:func:`file_fit`).
 
     ``trust`` (the detection's confidence, 0..1) scales the signals that rest on detection: rule
     authority, layer match and topic overlap. A confident detection counts in full; a guess barely.
@@ -178,7 +197,7 @@ def features(
         "rule_semantic": rule_semantic(got.rule_cosine, rules),
         "lexical": blended[1],
         "rule_lexical": relative(got.rule_bm25)[rules] if got.rule_bm25 is not None else np.zeros(len(ids), np.float32),
-        "file_match": in_rules(rules, scoped or ()).astype(np.float32),
+        "file_match": file_fit(rules, scoped or set(), elsewhere),
         "always_apply": in_rules(rules, always or ()).astype(np.float32),
         "stack": stack_match(index, rules, technologies),
     }

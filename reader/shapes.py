@@ -169,6 +169,12 @@ def enum_schema(values: tuple[str, ...], description: str) -> WithJsonSchema:
 _DEFAULTS = QueryOptions()
 _ITEMS, _BUDGET = RANGES["maxItems"], RANGES["tokenBudget"]
 
+FILES_DESCRIPTION = (
+    "Paths of the files being edited (relative to the repository root): where they sit says where the work is "
+    "(tests/, migrations/, a .tsx page) and their names what it is written in; rules whose globs (Cursor globs, "
+    "Copilot applyTo, nested AGENTS.md) match them rank higher, rules scoped to other files lower."
+)
+
 QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -220,8 +226,7 @@ QUERY_OPTIONS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {"type": "string"},
             "maxItems": MAX_FILES,
-            "description": "Paths of the files being edited (relative to the repository root): rules whose globs "
-            "(Cursor globs, Copilot applyTo, nested AGENTS.md) match them rank first.",
+            "description": FILES_DESCRIPTION,
         },
     },
 }
@@ -243,6 +248,13 @@ DETECT_OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Below this confidence detectedLayer is null (0-1).",
         },
         "modeSlug": {"type": "string", "enum": list(MODES), "description": "Assistant mode: biases detection."},
+        "files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "maxItems": MAX_FILES,
+            "description": "Paths of the files being edited: where they sit says where the work is (tests/, "
+            "migrations/, a .tsx page) and their names what it is written in.",
+        },
     },
 }
 

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from . import format as fmt
 from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
-from .options import DETECT_DEFAULTS
+from .options import DETECT_DEFAULTS, parse_files
+from .paths import path_evidence
 from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
 from .rank import ranking_for
@@ -352,7 +353,7 @@ def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
     return {**out, "index": name} if name else out
 
 
-DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug")
+DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug", "files")
 
 
 def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, Any]:
@@ -366,7 +367,9 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
     else:
         threshold = _number(threshold, "options.confidenceThreshold", 0, 1)
     mode = check_mode(raw.get("modeSlug"))
-    found = dict(detect_in_index(index, text, mode).to_dict())
+    files = parse_files(raw["files"]) if raw.get("files") is not None else ()
+    paths = path_evidence(files) if files else None
+    found = dict(detect_in_index(index, text, mode, paths=paths).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:
         notes.append(f"layer {found['detectedLayer']} left out: confidence {found['confidence']} < {threshold}")
         found["detectedLayer"] = None

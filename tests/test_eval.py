@@ -9,7 +9,7 @@ import pytest
 
 from ruledex.reader.cli import main
 from ruledex.reader.errors import ConfigError
-from ruledex.reader.evaluate import evaluate, load_queries, ranking_metrics, topic_f1
+from ruledex.reader.evaluate import evaluate, load_queries, ranking_metrics, topic_f1, with_files
 from ruledex.reader.index import Index
 
 from .conftest import REPO, RULES
@@ -128,11 +128,17 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
     corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
     if not corpus.is_dir():
         pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
+    queries = load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl")
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
-        report = evaluate(index, load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl"), rules_dir=corpus)
+        report = evaluate(index, queries, rules_dir=corpus)
+        # the same tasks with the files a developer would have open: 57 of the 80 guides say globs **/*,
+        # and the rest are scoped by language; neither may drown what the task says
+        edited = evaluate(index, with_files(queries, REPO / "tests" / "data" / "files_cursorrules.jsonl"))
     assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"], "measured 0.888 vs 0.878 (docs/relevance.md)"
     assert report["ruledex"]["mrr"] >= 0.9, "measured 0.932 (docs/relevance.md)"
     assert report["layerAccuracy"] >= 0.72, "measured 0.754 (docs/relevance.md)"
+    assert edited["ruledex"]["ndcg@10"] > report["ruledex"]["ndcg@10"], "measured 0.899 -> 0.917 (docs/relevance.md)"
+    assert edited["layerAccuracy"] >= report["layerAccuracy"], "measured 0.797 -> 0.812; 0.268 before the fix"
 
 
 def test_blind_cursor_set_names_real_guides_and_ruledex_leads_the_floor(tmp_path: Path) -> None:

@@ -1,0 +1,126 @@
+"""The edited files' paths say where the work is and in what: detection, ranking and eval use them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ruledex.reader.cli import main
+from ruledex.reader.detect import detect
+from ruledex.reader.errors import ConfigError
+from ruledex.reader.evaluate import evaluate, load_queries, with_files
+from ruledex.reader.globs import matches_every_file
+from ruledex.reader.index import Index
+from ruledex.reader.paths import EXTENSIONS, FILE_NAMES, FOLDER_TECHNOLOGIES, path_evidence, path_hint
+from ruledex.reader.query import query_directives
+from ruledex.reader.technologies import TECHNOLOGIES
+from ruledex.reader.tools import detect_context
+from ruledex.reader.vocab import LAYERS, TOPICS
+
+from .conftest import REPO, RULES
+
+
+@pytest.mark.parametrize(
+    ("path", "layer", "technologies"),
+    [
+        ("tests/test_orders.py", "5-Tests", ("python",)),
+        ("src/components/Button.test.tsx", "5-Tests", ("typescript", "react")),  # a test of a component is a test
+        ("src/test/java/shop/OrderServiceTest.java", "5-Tests", ("java",)),
+        ("migrations/0012_add_phone.py", "4-Persistence", ("python",)),
+        ("db/migrate/20240101_add_status.rb", "4-Persistence", ("ruby",)),
+        (".github/workflows/ci.yml", "7-Deployment", ("github-actions",)),
+        ("Dockerfile", "7-Deployment", ("docker",)),
+        ("infra/main.tf", "7-Deployment", ("terraform",)),
+        ("docs/adr/0003-queues.md", "6-Docs", ()),
+        ("app/api/orders/route.ts", "2-Application", ("typescript", "nextjs")),
+        ("orders/views.py", "2-Application", ("python",)),
+        ("app/checkout/page.tsx", "1-Presentation", ("typescript", "react", "nextjs")),
+        ("resources/views/welcome.blade.php", "1-Presentation", ("php", "laravel")),
+        ("src/domain/order.py", "3-Domain", ("python",)),
+        ("latest.go", None, ("go",)),  # not a test: only CamelCase "...Test.java" style names are test classes
+        ("config/settings.py", None, ("python",)),
+    ],
+)
+def test_path_conventions(path: str, layer: str | None, technologies: tuple[str, ...]) -> None:
+    found_layer, topics, found_techs = path_hint(path)
+    assert found_layer == layer
+    assert set(found_techs) == set(technologies)
+    assert (layer is None) == (not topics) or layer == "3-Domain"
+
+
+def test_every_name_is_one_detection_knows() -> None:
+    named = {t for names in (*EXTENSIONS.values(), *FILE_NAMES.values()) for t in names}
+    named |= {t for _, names in FOLDER_TECHNOLOGIES for t in names}
+    assert named <= set(TECHNOLOGIES), sorted(named - set(TECHNOLOGIES))
+    for path in ("tests/a.py", "Dockerfile", "docs/a.md", "db/x.sql", "api/x.py", "ui/x.css", "domain/x.py"):
+        layer, topics, _ = path_hint(path)
+        assert layer in LAYERS and set(topics) <= set(TOPICS)
+
+
+def test_paths_as_written_anywhere() -> None:
+    assert path_hint("./Tests\\Test_Orders.py") == path_hint("tests/test_orders.py")
+    assert path_hint("/repo/db/migrations/1.sql")[0] == "4-Persistence"
+
+
+def test_files_share_one_vote_and_add_their_technologies() -> None:
+    one = path_evidence(["tests/test_orders.py"])
+    two = path_evidence(["tests/test_orders.py", "orders/models.py"])
+    assert sum(one.layers.values()) == pytest.approx(sum(two.layers.values())), "more files, not more weight"
+    assert set(two.layers) == {"5-Tests", "4-Persistence"}
+    assert path_evidence(["README", "notes/todo"]).layers == {}
+
+
+def test_an_edited_file_places_a_task_that_says_nothing() -> None:
+    vague = "Tidy this up"
+    assert detect(vague).layer is None
+    for path, layer in (
+        ("tests/test_checkout.py", "5-Tests"),
+        ("db/migrations/0042_status.sql", "4-Persistence"),
+        ("src/components/OrderCard.tsx", "1-Presentation"),
+    ):
+        found = detect(vague, paths=path_evidence([path]))
+        assert found.layer == layer
+    found = detect("Write unit tests for the pricing rules", paths=path_evidence(["src/components/Price.tsx"]))
+    assert found.layer == "5-Tests", "the task's own words still lead"
+    named = detect("Add a Django view for invoices", paths=path_evidence(["invoices/views.py", "web/app.ts"]))
+    assert named.technologies[0] == "django" and {"python", "typescript"} <= set(named.technologies)
+
+
+def test_files_in_query_and_detect_context(index: Index) -> None:
+    answer = query_directives(index, "Tidy this up", options={"files": ["tests/test_checkout.py"]})
+    assert answer["diagnostics"]["detectedLayer"] == "5-Tests"
+    assert answer["citations"][0]["sourcePath"] == "testing.md"
+    assert any("only what their paths say" in note for note in answer["diagnostics"]["notes"])
+    found = detect_context(index, "Tidy this up", {"files": ["db/migrations/0042_status.sql"]})
+    assert found["detectedLayer"] == "4-Persistence"
+    with pytest.raises(ValueError, match=r"options\.files"):
+        detect_context(index, "Fix it", {"files": [1, 2]})
+
+
+def test_catch_all_globs_tie_a_rule_to_nothing() -> None:
+    assert matches_every_file(["**/*"]) and matches_every_file(["./**"]) and matches_every_file(["*"])
+    assert not matches_every_file(["**/*.ts"]) and not matches_every_file(["**/*", "!**/*.md"])
+    assert not matches_every_file([])
+
+
+def test_eval_with_the_files_being_edited(index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With the files a developer would have open (tests/data/files_bundled.jsonl), ranking gains."""
+    queries = load_queries(REPO / "tests" / "data" / "eval_bundled.jsonl")
+    with_paths = with_files(queries, REPO / "tests" / "data" / "files_bundled.jsonl")
+    assert sum(bool(q.files) for q in with_paths) > 0.9 * len(queries)
+    plain, edited = evaluate(index, queries, rules_dir=RULES), evaluate(index, with_paths, rules_dir=RULES)
+    assert edited["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.865 -> 0.875 (docs/relevance.md)"
+    assert edited["layerAccuracy"] >= plain["layerAccuracy"]
+
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text(json.dumps({"id": queries[0].id, "files": ["a.py"]}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"partial\.jsonl: no files line for \d+ queries"):
+        with_files(queries, partial)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q001", "files": "a.py"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.jsonl:1: not a files line"):
+        with_files(queries, bad)
+    code = main(["eval", "--queries", str(tmp_path / "missing.jsonl"), "--index", str(index.path)])
+    assert code == 1 and "missing.jsonl: cannot read it" in capsys.readouterr().err
