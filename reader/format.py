@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArtifactError
+from .errors import ArtifactError, ConfigError
 
 MAGIC = b"\x89RDX\r\n\x1a\n"
 FORMAT_VERSION: tuple[int, int] = (1, 2)
@@ -149,11 +149,24 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
+def output_folder(path: Path | str) -> Path:
+    """``path`` as a folder to write files into (made when they are written); a file there is an error."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{path}: is a file; --out takes the folder to write the files into")
+    return path
+
+
 def write_bytes_atomic(path: Path, chunks: list[bytes] | bytes) -> None:
     """Write a file so that readers see the old file or the whole new one, never a part."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; pass the path of a file to write")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write here ({exc.strerror or exc}); choose another path") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
@@ -405,6 +418,26 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def check_sections(path: Path) -> str:
+    """Check an index's structure and every section's CRC-32 (no sha256); return its format version.
+
+    What a server runs before serving a file: a damaged section fails here, naming it, instead of
+    answering wrongly or failing on every request later. Raises :class:`ArtifactError`.
+    """
+    with open_artifact(Path(path)) as art:
+        for name, entry in sorted(art.manifest["sections"].items()):
+            if name not in SECTIONS:
+                continue
+            crc = zlib.crc32(art.section(name).data)  # the mapped bytes, not a copy
+            if crc != entry.get("crc32"):
+                raise _fail(
+                    Path(path),
+                    f"checksum mismatch (crc32 {crc:08x}, manifest says {entry.get('crc32', 0):08x}); the file is corrupt, rebuild or re-download it",
+                    name,
+                )
+        return art.manifest["format_version"]
+
+
 def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     """Fully check an index: structure, each section's CRC-32, and the sidecar if present.
 
@@ -415,18 +448,7 @@ def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     :class:`ArtifactError` naming the first problem.
     """
     path = Path(path)
-    with open_artifact(path) as art:
-        for name, entry in sorted(art.manifest["sections"].items()):
-            if name not in SECTIONS:
-                continue
-            crc = zlib.crc32(art.section(name).tobytes())
-            if crc != entry.get("crc32"):
-                raise _fail(
-                    path,
-                    f"checksum mismatch (crc32 {crc:08x}, manifest says {entry.get('crc32', 0):08x}); the file is corrupt, rebuild or re-download it",
-                    name,
-                )
-        version = art.manifest["format_version"]
+    version = check_sections(path)
     sha = file_sha256(path)
     side = sidecar_path(path)
     sidecar = "absent"

@@ -14,6 +14,7 @@ This is the only module that imports the MCP SDK, so ``ruledex query`` never loa
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 
 from . import tools
 from .detect import MODES
-from .errors import RuledexError
+from .errors import ConfigError, RuledexError
 from .query import index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
 from .shapes import (
@@ -146,11 +147,11 @@ class RuleTools:
 
     def _run(self, work: Callable[[Loaded], T]) -> T:
         """Call ``work(loaded)`` on the current index; reader errors become tool errors."""
-        with self.holder.use() as loaded:
-            try:
+        try:
+            with self.holder.use() as loaded:
                 return work(loaded)
-            except (ValueError, RuledexError) as exc:
-                raise ToolError(str(exc)) from exc
+        except (ValueError, RuledexError) as exc:
+            raise ToolError(str(exc)) from exc
 
     @contextmanager
     def _all(self) -> Iterator[list[Loaded]]:
@@ -160,11 +161,11 @@ class RuleTools:
 
     def _run_all(self, work: Callable[[list[Loaded]], T]) -> T:
         """Call ``work`` with every served index; reader errors become tool errors."""
-        with self._all() as loaded:
-            try:
+        try:
+            with self._all() as loaded:
                 return work(loaded)
-            except (ValueError, RuledexError) as exc:
-                raise ToolError(str(exc)) from None
+        except (ValueError, RuledexError) as exc:
+            raise ToolError(str(exc)) from None
 
     def _graph(self, loaded: list[Loaded]) -> dict[str, Any]:
         graphs = [ld.cached("graph", tools.build_graph) for ld in loaded]
@@ -427,12 +428,33 @@ def _configure_logging() -> None:
     logging.getLogger("ruledex").setLevel(logging.INFO)
 
 
-async def _serve_http(server: RuledexServer, host: str, port: int) -> None:
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A bound TCP socket for ``--http`` (port 0: any free port); a taken port is a clear error, not a log line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"--http {host}:{port}: cannot listen there ({exc.strerror or exc}); choose another port or stop "
+            "what is using it"
+        ) from None
+    return sock
+
+
+async def _serve_http(server: RuledexServer, sock: socket.socket) -> None:
     import uvicorn
 
+    host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=3)
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def serve(
@@ -448,11 +470,15 @@ def serve(
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
     holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256)
-    extra = [IndexHolder(Path(p)) for p in layers or []]
+    extra: list[IndexHolder] = []
+    sock = None
     try:
+        extra = [IndexHolder(Path(p)) for p in layers or []]
+        sock = listen(*address) if address is not None else None
         server = RuledexServer(holder, query_log=query_log, layers=extra)
         info = tools.index_info(holder.index)
-        where = "stdio" if address is None else f"http://{address[0]}:{address[1]}/mcp"
+        bound = sock.getsockname()[:2] if sock is not None else None
+        where = "stdio" if bound is None else f"http://{_url_host(bound[0])}:{bound[1]}/mcp"
         log.info(
             "serving %s %s (%d rules, %d directives) from %s over %s%s",
             info["name"],
@@ -463,11 +489,13 @@ def serve(
             where,
             f"; logging queries to {log_queries}" if log_queries else "",
         )
-        if address is None:
+        if sock is None:
             anyio.run(server.run_stdio_async)
         else:
-            anyio.run(_serve_http, server, *address)
+            anyio.run(_serve_http, server, sock)
     finally:
+        if sock is not None:
+            sock.close()
         holder.close()
         for layer in extra:
             layer.close()

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from . import format as fmt
 from .catalog import closest_domains, render_rule, rule_summary
+from .errors import ArtifactError
 from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
 from .paths import path_evidence
@@ -86,7 +87,7 @@ class IndexHolder:
     """The served index: opened once, swapped between requests when its file is replaced."""
 
     def __init__(self, path: Path, *, check_interval: float = 1.0, pinned_sha256: str | None = None) -> None:
-        """Open ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); check it at most every ``check_interval`` s.
+        """Open and check ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); look for a new file at most every ``check_interval`` s.
 
         With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
         the pinned file: a pin means one exact rule set, even under hot reload.
@@ -94,6 +95,7 @@ class IndexHolder:
         self.path = Path(path)
         self.check_interval = check_interval
         self.pinned_sha256 = pinned_sha256
+        fmt.check_sections(self.path)  # every section's checksum, as a reload checks: never serve a damaged file
         index = Index(self.path)
         self._current = Loaded(index, file_signature(self.path))
         self._lock = threading.Lock()
@@ -111,6 +113,7 @@ class IndexHolder:
     @contextmanager
     def use(self) -> Iterator[Loaded]:
         """The current index for one request; it stays open until the request is done."""
+        self._check_in_place()
         self.maybe_reload()
         with self._lock:
             if self._closed:
@@ -126,6 +129,32 @@ class IndexHolder:
                 done = loaded.retired and loaded.users == 0
             if done:
                 self._close(loaded)
+
+    def _check_in_place(self) -> None:
+        """Never read a mapping whose file was rewritten in place (``cp`` over it, truncated).
+
+        Reading pages that are gone kills the process (SIGBUS), so every request looks (one
+        ``stat``): same inode but another size or time means the bytes under the mapping changed. A
+        new file that verifies is served at once; otherwise the request gets this error, and the
+        server keeps answering until a good file is renamed over it. A replacement by rename keeps
+        the old inode alive and needs none of this.
+        """
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        current = self._current.signature
+        if (st.st_dev, st.st_ino) != current[:2] or (st.st_size, st.st_mtime_ns) == current[2:4]:
+            return
+        self._next_check = 0.0
+        if self.maybe_reload() or self._current.signature[2:4] == (st.st_size, st.st_mtime_ns):
+            return
+        raise ArtifactError(
+            str(self.path),
+            "",
+            "was overwritten in place while being served, and the new content does not verify; replace an "
+            "index by writing a new file and renaming it over the old one (ruledex build does), then retry",
+        )
 
     def maybe_reload(self) -> bool:
         """Swap in a replaced index file if it is time to look and it verifies; True if swapped."""
@@ -330,10 +359,19 @@ def served_rules(indexes: list[Index]) -> list[RuleRecord]:
     return list(best.values())
 
 
+MAX_DOMAIN_CHARS = 200
+"""Rule ids are short; a longer ``domain`` is refused before it is compared with every id, or echoed."""
+
+
 def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
     """One whole rule document; an unknown domain is a ValueError naming the closest ones."""
     indexes = _as_list(indexes)
     domain = require_text(domain, "domain")
+    if len(domain) > MAX_DOMAIN_CHARS:
+        raise ValueError(
+            f"domain: {len(domain)} characters, at most {MAX_DOMAIN_CHARS}: pass a rule id or file stem from "
+            "list_rules, e.g. 'security'"
+        )
     found = find_layered_rule(indexes, domain)
     if found is None:
         close = list(dict.fromkeys(d for ix in indexes for d in closest_domains(ix, domain)))[:3]

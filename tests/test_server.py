@@ -434,6 +434,25 @@ def test_the_file_is_checked_at_most_every_interval(bundled_index: Path, tiny_in
         holder.close()
 
 
+def test_an_index_overwritten_in_place_never_crashes_the_server(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path
+) -> None:
+    """``cp`` or ``truncate`` over the served file changes the bytes under the mapping (a SIGBUS if read)."""
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600)  # in-place changes are looked for on every request
+    try:
+        server = RuledexServer(holder)
+        with open(served, "r+b") as fh:  # truncated in place: same inode, no rename
+            fh.truncate(4096)
+        broken = call(server, "query_directives", {"taskDescription": "Add an API endpoint"})
+        assert broken.is_error and "overwritten in place" in broken.content[0].text
+        shutil.copyfile(tiny_index, served)  # a good file copied over it, in place again
+        fixed = call(server, "list_rules")
+        assert not fixed.is_error and fixed.structured_content["total"] == 1
+    finally:
+        holder.close()
+
+
 # --- the query log -------------------------------------------------------------------------
 
 SECRETS = [

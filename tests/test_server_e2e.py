@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -138,6 +139,35 @@ def test_a_bad_index_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert str(missing) in done.stderr and "no such index file" in done.stderr
+
+
+def test_a_taken_port_is_a_clear_error(bundled_index: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*SERVE, "--index", str(bundled_index), "--http", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 1 and f"127.0.0.1:{port}: cannot listen there" in done.stderr
+    assert "serving" not in done.stderr, "nothing claims to serve on a port it could not bind"
+
+
+def test_a_damaged_section_stops_the_server_before_it_serves(bundled_index: Path, tmp_path: Path) -> None:
+    """A flipped byte deep in a section passes the structure check; its checksum does not."""
+    damaged = tmp_path / "damaged.ruledex"
+    data = bytearray(bundled_index.read_bytes())
+    data[-100] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    done = subprocess.run(
+        [*SERVE, "--index", str(damaged)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert str(damaged) in done.stderr and "checksum mismatch" in done.stderr
 
 
 @pytest.fixture
