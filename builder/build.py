@@ -6,6 +6,7 @@ commit, so the same rules and model give a byte-identical file.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ruledex.reader import format as fmt
-from ruledex.reader.errors import RuleError, RuleErrors
+from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
@@ -35,7 +36,7 @@ from .keywords import (
     written_text,
 )
 from .parse import ParsedDocument, parse_document
-from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources
+from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources, rules_folder
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
 
 Progress = Callable[[str], None]
@@ -274,6 +275,19 @@ def compile_index(
     return manifest, arrays
 
 
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""An index name: it becomes part of a file name (``dist/<name>-<version>.ruledex``), never a path."""
+
+
+def check_name(name: str | None) -> None:
+    """Refuse an index name that is not a plain file-name part (``../x``, ``a/b``, empty)."""
+    if name is not None and not NAME_PATTERN.fullmatch(name):
+        raise ConfigError(
+            f"--name {name!r}: use letters, digits, '.', '_' and '-', starting with a letter or digit "
+            "(it becomes the file name dist/<name>-<version>.ruledex)"
+        )
+
+
 def default_output(name: str, source: SourceInfo) -> Path:
     """``dist/<name>-<version>.ruledex`` in the current folder."""
     return Path("dist") / f"{name}-{source.version}{fmt.SUFFIX}"
@@ -349,19 +363,14 @@ def build(
     parsed records of files whose content did not change; the result is byte-identical to a full
     build (vectors are recomputed: IDF weights are index-wide and cheap next to parsing).
     """
-    from ruledex.reader.errors import ConfigError
-
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
+    check_name(name)
     if ref is not None or repo is not None:
         sources, source, changes = tree_sources(Path(repo or "."), ref or "HEAD", subpath)
         where = f"{ref or 'HEAD'}:{source.path or '/'} ({source.commit[:12]})"
     else:
-        if rules_dir is None or not Path(rules_dir).is_dir():
-            raise ConfigError(
-                f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules"
-            )
-        rules_dir = Path(rules_dir)
+        rules_dir = rules_folder(rules_dir)
         sources = read_sources(rules_dir)
         source = git_info(rules_dir)
         changes = working_tree_changes(rules_dir, [s.path for s in sources])

@@ -19,7 +19,7 @@ from .embed import load_model
 from .gitsource import tree_sources
 from .lint import Finding, from_rule_error, lint
 from .parse import parse_document
-from .source import RULEDEX, read_sources
+from .source import RULEDEX, read_sources, rules_folder
 
 EXAMPLE_DEPTH = 3
 
@@ -75,7 +75,7 @@ def check(
     if from_git:
         sources = tree_sources(Path(repo or "."), ref or "HEAD", subpath)[0]
     else:
-        sources = read_sources(Path(rules_dir or "rules"))
+        sources = read_sources(rules_folder(rules_dir or "rules"))
     findings: list[Finding] = []
     parsed = []
     seen: dict[str, str] = {}

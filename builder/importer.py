@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ruledex.reader.errors import ConfigError, RuleError
-from ruledex.reader.format import write_bytes_atomic
+from ruledex.reader.format import output_folder, write_bytes_atomic
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 
 from .adapters import SkipFile, assign_ids, parse_foreign
@@ -211,7 +211,7 @@ def import_rules(source_dir: Path, out_dir: Path, *, force: bool = False) -> Imp
         ConfigError: ``source_dir`` is not a folder, or a target file exists and ``force`` is off
             (then nothing is written).
     """
-    source_dir, out_dir = Path(source_dir), Path(out_dir)
+    source_dir, out_dir = Path(source_dir), output_folder(out_dir)
     if not source_dir.is_dir():
         raise ConfigError(f"{source_dir}: not a folder; pass the folder that holds your rule files")
     result = plan_import(source_dir)

@@ -181,6 +181,15 @@ def source_from_bytes(rel: str, data: bytes) -> SourceFile:
     return SourceFile(rel, text, fmt, blob=blob_id(text))
 
 
+def rules_folder(rules_dir: Path | str | None) -> Path:
+    """``rules_dir`` as a folder to read rules from; a :class:`ConfigError` when it is not one."""
+    from ruledex.reader.errors import ConfigError
+
+    if rules_dir is None or not Path(rules_dir).is_dir():
+        raise ConfigError(f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules")
+    return Path(rules_dir)
+
+
 def read_sources(root: Path) -> list[SourceFile]:
     """Read every rule file under ``root`` as UTF-8 text, in sorted path order.
 

@@ -72,6 +72,7 @@ def _print_json(value: object) -> None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
+    from .options import clamp_notes
     from .query import query_indexes
 
     options: dict[str, Any] = {
@@ -91,6 +92,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         options["includeDiagnostics"] = True
     if args.files:
         options["files"] = args.files
+    for note in clamp_notes(options):
+        print(f"ruledex: note: {note}", file=sys.stderr)
     from .index import Index
 
     paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
@@ -114,6 +117,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from .llm import llm_detect, merge
     from .paths import path_evidence
 
+    if not args.text.strip():
+        raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
     paths = path_evidence(args.files) if args.files else None
@@ -163,7 +168,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         if i is None:
             close = closest_domains(index, args.domain)
             raise ConfigError(
-                f"no rule {args.domain!r} in {index.path}; closest: {', '.join(close)} (see `ruledex list`)"
+                f"no rule {args.domain!r} in {index.path}; "
+                + (f"closest: {', '.join(close)} (see `ruledex list`)" if close else "the index holds no rules")
             )
         if args.json:
             _print_json({**rule_summary(index.rule(i)), "content": render_rule(index, i)})
@@ -263,6 +269,8 @@ def _diff_side(value: str, repo: str | None, workdir: Path) -> Path:
     """An index file as given, or a git ref built into ``workdir`` (needs the builder)."""
     if Path(value).is_file():
         return Path(value)
+    if value.endswith(SUFFIX):
+        raise ConfigError(f"{value}: no such index file (a git ref would not end in {SUFFIX}); check the path")
     from ruledex.builder.commands import _require_build_deps
 
     _require_build_deps()
@@ -385,15 +393,16 @@ def build_parser() -> argparse.ArgumentParser:
     low, high = RANGES["maxItems"]
     p.add_argument(
         "--max-items",
-        type=int,
+        type=_positive_int,
         default=_QUERY_DEFAULTS.maxItems,
         help=f"directives to show, clamped to {low}-{high} (default: %(default)s)",
     )
+    low, high = RANGES["tokenBudget"]
     p.add_argument(
         "--token-budget",
-        type=int,
+        type=_positive_int,
         default=_QUERY_DEFAULTS.tokenBudget,
-        help="token budget of the block (default: %(default)s)",
+        help=f"token budget of the block, clamped to {low}-{high} (default: %(default)s)",
     )
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode: biases detection")
     p.add_argument("--layer", help="use this layer instead of the detected one (e.g. 4-Persistence)")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .format import write_bytes_atomic
+from .format import output_folder, write_bytes_atomic
 from .index import Index
 from .records import DirectiveRecord, RuleRecord
 from .vocab import CORE_MARKER, SEVERITIES
@@ -371,7 +371,7 @@ def export_index(
 
 def write_export(result: ExportResult, out_dir: Path, *, force: bool = False) -> list[Path]:
     """Write the files atomically; refuse to replace files ruledex did not write, unless ``force``."""
-    out_dir = Path(out_dir)
+    out_dir = output_folder(out_dir)
     targets = [(out_dir / f.path, f) for f in result.files]
     foreign = [
         str(path)

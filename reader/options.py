@@ -6,6 +6,7 @@ them from here. No numpy: the CLI builds its parser from these without loading t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -53,7 +54,12 @@ class QueryOptions:
         for name, (low, high) in RANGES.items():
             if name in raw and raw[name] is not None:
                 value = raw[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not math.isfinite(value)
+                    or value != int(value)
+                ):
                     raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
                 out[name] = min(high, max(low, int(value)))
         if raw.get("severityFilter") is not None:
@@ -63,8 +69,23 @@ class QueryOptions:
         if raw.get("files") is not None:
             out["files"] = parse_files(raw["files"])
         if raw.get("layer") is not None:
+            if not isinstance(raw["layer"], str):
+                raise ValueError(
+                    f"options.layer: must be one layer name from {', '.join(LAYERS)}, got {raw['layer']!r}"
+                )
             out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
         return cls(**out)
+
+
+def clamp_notes(raw: dict[str, Any] | None) -> list[str]:
+    """Notes for numeric options outside their :data:`RANGES` (they are clamped, and the answer says so)."""
+    notes = []
+    for name, (low, high) in RANGES.items():
+        value = (raw or {}).get(name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if number and not low <= value <= high:
+            notes.append(f"options.{name} {value:g} is outside {low}-{high}: used {min(high, max(low, int(value)))}")
+    return notes
 
 
 def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool = False) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
-from .options import QueryOptions
+from .options import QueryOptions, clamp_notes
 from .paths import PathEvidence, path_evidence
 from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
 from .render import Item, Rendered, render
@@ -348,7 +348,7 @@ def _prepare(
     mode = check_mode(mode)
     if not isinstance(task, str) or not task.strip():
         raise ValueError("taskDescription: must be a non-empty string describing the task")
-    notes = []
+    notes = [] if isinstance(options, QueryOptions) else clamp_notes(options)
     if len(task) > MAX_TASK_CHARS:
         notes.append(f"taskDescription truncated from {len(task)} to {MAX_TASK_CHARS} characters")
         task = task[:MAX_TASK_CHARS]

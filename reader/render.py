@@ -1,8 +1,10 @@
 """Format chosen directives as a compact markdown block under a token budget, with citations.
 
 Pure: takes ranked items, returns the block, the citations and what was left out and why. The
-first :data:`GUARANTEED_MUST` MUST directives are always included, even past the budget; every
-other item is added in rank order while the block stays within budget and ``max_items``. Items
+first :data:`GUARANTEED_MUST` MUST directives among the first ``max_items`` ranked are always
+included, even past the budget (a MUST ranked far below, say a TensorFlow rule for a Django task,
+is not pulled up to lead the block); every other item is added in rank order while the block stays
+within budget and ``max_items``. Items
 are shown MUST first, then SHOULD, then MAY, each group in rank order; citations list the same items
 in rank order (most relevant first), which is what a program consuming them wants. Directives of
 rules past their ``expires`` date are marked stale in the block and in their citation.
@@ -128,7 +130,7 @@ def render(
 
     # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
     used = count_tokens(header) + count_tokens(footer)
-    musts = [item for item in ranked if item.directive.severity == "MUST"][:GUARANTEED_MUST]
+    musts = [item for item in ranked[:max_items] if item.directive.severity == "MUST"][:GUARANTEED_MUST]
     chosen: list[Item] = list(musts)
     used += sum(cost_of(item) for item in chosen)
     omitted: list[dict[str, Any]] = []

@@ -144,3 +144,23 @@ def test_render_cuts_below_the_minimum_but_keeps_the_first_ranked_and_the_guaran
     assert shown[:MIN_SHOWN] == ["r#d-0", "r#d-1", "r#d-2"]  # the first three stay whatever they score
     assert "r#d-3" in shown and "r#d-5" in shown  # 9.0 clears the minimum; the only MUST is guaranteed
     assert out.omitted == [{"id": "r#d-4", "score": 1.0, "reason": "relevance"}]
+
+
+def test_only_musts_within_max_items_are_guaranteed() -> None:
+    """A MUST ranked far below the shown items is not pulled up to lead the block (MUST shows first)."""
+    from ruledex.reader.records import DirectiveRecord, RuleRecord
+    from ruledex.reader.render import Item, render
+
+    rule = RuleRecord(id="r", title="R", path="r.md", layers=("*",), topics=("api",))
+    severities = ["SHOULD", "MUST", "SHOULD", "SHOULD", "SHOULD", "MUST"]
+    items = [
+        Item(
+            DirectiveRecord(id=f"r#d-{i}", rule=0, section=("S",), severity=sev, text=f"Do thing {i}."), rule, 10.0 - i
+        )
+        for i, sev in enumerate(severities)
+    ]
+    out = render(items, header="", footer="", token_budget=8000, max_items=4)
+    assert [c["id"] for c in out.citations] == ["r#d-0", "r#d-1", "r#d-2", "r#d-3"]
+    assert out.block.startswith("- **MUST** Do thing 1.")
+    tight = render(items, header="", footer="", token_budget=1, max_items=4)
+    assert [c["id"] for c in tight.citations] == ["r#d-1"], "within max_items, a MUST survives any budget"
