@@ -158,3 +158,39 @@ def test_manifest_records_git_commit_and_dirty_flag(tmp_path: Path) -> None:
     with Index(build(rules, tmp_path / "b.ruledex").path) as idx:
         assert idx.manifest["source"]["dirty"] is True
     assert os.path.exists(tmp_path / "b.ruledex.sha256")
+
+
+def test_paths_that_are_not_what_the_command_needs_are_one_line_errors(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of these was a traceback, a silent pass, or a file written elsewhere (QA, 2026-11-24)."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(["check", str(tmp_path / "nope")], capsys)
+    assert code == 1 and "not a folder of rule documents" in err, "a typo in CI must not go green"
+    code, _, err = run(["build", str(RULES), "--name", "../../evil", "-q"], capsys)
+    assert code == 1 and "--name" in err and not list(tmp_path.parent.glob("evil*"))
+    (tmp_path / "folder").mkdir()
+    code, _, err = run(["build", str(RULES), "--out", str(tmp_path / "folder"), "-q"], capsys)
+    assert code == 1 and "is a folder" in err and "Traceback" not in err
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    code, _, err = run(["export", "--format", "agents-md", "--out", "a-file", "--index", str(bundled_index)], capsys)
+    assert code == 1 and "a-file: is a file; --out takes the folder" in err
+    code, _, err = run(["diff", str(bundled_index), "missing.ruledex"], capsys)
+    assert code == 1 and "missing.ruledex: no such index file" in err
+    code, _, err = run(["detect", "  "], capsys)
+    assert code == 2 and "non-empty" in err
+
+
+def test_query_options_out_of_range_say_so(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ruledex.reader.options import QueryOptions
+
+    code, _, err = run(["query", "Add an endpoint", "--index", str(bundled_index), "--token-budget", "50"], capsys)
+    assert code == 0 and "tokenBudget 50 is outside 100-8000: used 100" in err
+    with pytest.raises(SystemExit) as caught:
+        main(["query", "x", "--token-budget", "-5"])
+    assert caught.value.code == 2
+    for bad in ({"layer": ["2-Application", "7-Deployment"]}, {"layer": []}, {"tokenBudget": float("nan")}):
+        with pytest.raises(ValueError, match=r"options\.(layer|tokenBudget)"):
+            QueryOptions.from_dict(bad)
+    with pytest.raises(ValueError, match=r"options\.maxItems"):
+        QueryOptions.from_dict({"maxItems": 1e400})
