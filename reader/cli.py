@@ -209,9 +209,17 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """``ruledex verify``."""
+    from .errors import ArtifactError
     from .format import verify
 
-    report = verify(find_index(args.file))
+    path = find_index(args.file)
+    try:
+        report = verify(path)
+    except ArtifactError as exc:
+        if args.json:  # a script reads the verdict from stdout either way; the error also goes to stderr
+            _print_json({"path": str(path), "ok": False, "section": exc.section, "error": exc.message})
+        raise
+    report = {**report, "ok": True}
     if args.json:
         _print_json(report)
     else:

@@ -293,6 +293,8 @@ def evaluate(
             }
         )
     n = len(rows)
+    known = {rule.path for rule in index.rules()}
+    unknown = sorted({path for q in queries for path in q.relevant if path not in known})
 
     def mean(system: str) -> dict[str, float]:
         return {m: round(sum(r[system][m] for r in rows) / n, 4) for m in metric_names(k)}
@@ -314,6 +316,7 @@ def evaluate(
         "meanTokens": round(tokens, 1),
         "allRulesTokens": all_rules_tokens,
         "tokenSavings": round(1 - tokens / all_rules_tokens, 4) if all_rules_tokens else 0.0,
+        "unknownRelevant": unknown,
         "rows": rows,
     }
 
@@ -330,4 +333,10 @@ def format_report(report: dict[str, Any]) -> str:
         f"({report['tokenSavings']:.1%} fewer)",
         f"floor: plain BM25 over {report['floorDescription']}",
     ]
+    unknown = report.get("unknownRelevant") or []
+    if unknown:
+        lines.append(
+            f"warning: {len(unknown)} relevant path(s) are no rule of this index, so no system can rank them "
+            f"(paths are relative to the folder the index was built from): {', '.join(unknown[:5])}"
+        )
     return "\n".join(lines) + "\n"

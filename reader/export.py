@@ -343,6 +343,18 @@ def _trailers(
     return out
 
 
+def _budget_order(rule: RuleRecord, core: int, entry: tuple[int, int, DirectiveRecord]) -> tuple[int, int, int, int]:
+    """Which directives a tight budget keeps first: MUST before SHOULD before MAY.
+
+    Within one severity, the rules that always apply (or are core) first, then every rule's first
+    directive of that severity, then every rule's second ... (not one rule's MUSTs after another's,
+    alphabetically).
+    """
+    rule_index, position, directive = entry
+    first = 0 if rule.always_apply or core else 1
+    return (SEVERITIES.index(directive.severity), first, position, rule_index)
+
+
 def export_index(
     index: Index,
     fmt: str,
@@ -364,7 +376,7 @@ def export_index(
         ranked = [position[i] for i in wanted if i in position]
     else:
         every = [(r, p, d) for r in range(len(rules)) for p, d in enumerate(index.directives_of(r))]
-        ranked = sorted(every, key=lambda t: (SEVERITIES.index(t[2].severity), t[0], t[1]))
+        ranked = sorted(every, key=lambda t: _budget_order(rules[t[0]], int(index.rule_core[t[0]]), t))
     title = f"Project rules for: {_one_line(task)}" if task else "Project rules"
     return plan_export(rules, ranked, fmt, max_bytes, header=_origin(index, task), title=title)
 

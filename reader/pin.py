@@ -551,6 +551,8 @@ def pin_source(source: str, config: Path, *, timeout: float = 30) -> Pin:
     config = Path(config)
     if not _is_url(source):
         path = Path(source)
+        if not path.exists():
+            raise ConfigError(f"{path}: no such index file; build one with `ruledex build`, or pin its https:// URL")
         report = verify(path)
         if path.is_absolute():
             stored = path.as_posix()
@@ -560,7 +562,7 @@ def pin_source(source: str, config: Path, *, timeout: float = 30) -> Pin:
             except ValueError:  # another drive on Windows: no relative path exists
                 stored = path.resolve().as_posix()
         return Pin(stored, report["sha256"], _label(path))
-    check_pin(Pin(source, "0" * 64), "the source")
+    check_pin(Pin(source, "0" * 64), "ruledex pin:")
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -194,3 +194,18 @@ def test_query_options_out_of_range_say_so(bundled_index: Path, capsys: pytest.C
             QueryOptions.from_dict(bad)
     with pytest.raises(ValueError, match=r"options\.maxItems"):
         QueryOptions.from_dict({"maxItems": 1e400})
+
+
+def test_verify_json_reports_a_failure_on_stdout_too(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damaged = tmp_path / "damaged.ruledex"
+    data = bytearray(bundled_index.read_bytes())
+    data[-100] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    code, out, err = run(["verify", str(damaged), "--json"], capsys)
+    assert code == 1 and "checksum mismatch" in err
+    verdict = json.loads(out)
+    assert verdict["ok"] is False and verdict["section"] and "checksum mismatch" in verdict["error"]
+    code, out, _ = run(["verify", str(bundled_index), "--json"], capsys)
+    assert code == 0 and json.loads(out)["ok"] is True

@@ -156,3 +156,18 @@ def test_blind_cursor_set_names_real_guides_and_ruledex_leads_the_floor(tmp_path
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
         report = evaluate(index, queries, rules_dir=corpus)
     assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"], "measured 0.950 vs 0.912 (docs/relevance.md)"
+
+
+def test_relevant_paths_the_index_does_not_have_are_reported(index: Index, tmp_path: Path) -> None:
+    """A typo in a label silently scores 0 for every system; the report names it."""
+    from ruledex.reader.evaluate import format_report
+
+    labeled = tmp_path / "typo.jsonl"
+    labeled.write_text(
+        json.dumps({"id": "t1", "task": "Add a database index", "relevant": {"databse.md": 2, "database.md": 1}})
+        + "\n",
+        encoding="utf-8",
+    )
+    report = evaluate(index, load_queries(labeled))
+    assert report["unknownRelevant"] == ["databse.md"]
+    assert "warning: 1 relevant path(s) are no rule of this index" in format_report(report)

@@ -292,3 +292,20 @@ def test_import_keeps_globs_and_always_apply_as_real_fields(tmp_path: Path) -> N
     assert rule.format == "ruledex"
     assert rule.globs == ("src/**/*.tsx",)
     assert rule.always_apply is True
+
+
+def test_a_tight_budget_keeps_the_core_rules_and_a_little_of_every_rule(bundled_index: Path) -> None:
+    """Not the MUSTs of the first rules in alphabetical order (accessibility, api-design ...) only."""
+    with Index(bundled_index) as index:
+        tight = export_index(index, "agents-md", 4000)
+        rule_of = {d.id: index.rule(r).id for r in range(index.n_rules) for d in index.directives_of(r)}
+        core_musts = [
+            d.id
+            for r in range(index.n_rules)
+            if index.rule(r).always_apply
+            for d in index.directives_of(r)
+            if d.severity == "MUST"
+        ]
+    kept = set(tight.included)
+    assert set(core_musts) <= kept, "the rules that always apply are kept first"
+    assert len({rule_of[i] for i in kept}) >= 10, "many rules keep their first MUST"
