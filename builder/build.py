@@ -390,6 +390,9 @@ def build(
         f"parsed {len(rules)} rules, {len(directives)} directives"
         + (f" ({inferred} with severity inferred from wording)" if inferred else "")
     )
+    if not directives:  # a valid index (queries answer "empty"), but rarely what was meant
+        where_text = where if sources else f"{where} (no *.md, *.mdc or other rule files found)"
+        warnings.append(f"{where_text}: no directives; the index will be empty")
     name = name or source.name
     out = Path(out) if out else default_output(name, source)
     say(f"embedding and indexing {len(directives)} directives")

@@ -128,8 +128,9 @@ def test_every_subcommand_has_an_example() -> None:
 
 def test_empty_rules_folder_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "rules").mkdir()
-    code, out, _ = run(["build", str(tmp_path / "rules"), "--out", str(tmp_path / "e.ruledex"), "-q"], capsys)
+    code, out, err = run(["build", str(tmp_path / "rules"), "--out", str(tmp_path / "e.ruledex"), "-q"], capsys)
     assert code == 0 and "0 directives" in out
+    assert "other rule files found" in err and "the index will be empty" in err, "said, not silent"
     code, out, _ = run(["query", "Add an endpoint", "--index", str(tmp_path / "e.ruledex"), "--json"], capsys)
     assert code == 0 and "index is empty" in json.loads(out)["diagnostics"]["notes"][0]
 
