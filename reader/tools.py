@@ -13,6 +13,7 @@ shapes the MCP tools publish. The knowledge graph is read-only: rules change by 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -265,7 +266,12 @@ def _bool(raw: dict[str, Any], name: str, default: bool) -> bool:
 
 def _number(value: Any, name: str, low: float, high: float, *, integer: bool = False) -> float:
     kind = "an integer" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and value != int(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (integer and value != int(value))
+    ):
         raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
     if not low <= value <= high:
         raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")

@@ -629,3 +629,16 @@ def test_layered_indexes_answer_query_directives_together(bundled_index: Path, t
     finally:
         org.close()
         proj.close()
+
+
+def test_non_finite_numbers_are_errors_naming_the_field(holder: IndexHolder) -> None:
+    """Raw JSON 1e400 parses to inf (an SDK client would send null); it was an OverflowError naming nothing."""
+    from ruledex.reader.tools import detect_context, directive_ids, search_knowledge
+
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match=r"options\.confidenceThreshold"):
+            detect_context(holder.index, "Add an API endpoint", {"confidenceThreshold": bad})
+        with pytest.raises(ValueError, match="limit"):
+            search_knowledge(holder.index, "password hashing", ids=directive_ids(holder.index), limit=bad)
+        with pytest.raises(ValueError, match=r"options\.tokenBudget"):
+            query_directives(holder.index, "Add an API endpoint", options={"tokenBudget": bad})
