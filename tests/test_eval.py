@@ -63,6 +63,9 @@ def test_ruledex_beats_the_floor_on_the_blind_bundled_set(index: Index) -> None:
     assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"] + 0.05, (
         "measured 0.851 vs 0.770 (docs/relevance.md)"
     )
+    edited = evaluate(index, with_files(queries, REPO / "tests" / "data" / "files_blind_bundled.jsonl"))
+    assert edited["ruledex"]["ndcg@10"] >= report["ruledex"]["ndcg@10"] - 0.01, "measured 0.851 -> 0.858 with files"
+    assert edited["layerAccuracy"] > report["layerAccuracy"], "measured 0.800 -> 0.838 with files"
 
 
 def test_eval_cli(bundled_index: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
