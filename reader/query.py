@@ -438,7 +438,7 @@ def query_indexes(
     if not ranked:
         name_of = {id(ix): name for ix, name in zip(indexes, names, strict=True)}
         ranked = [it for r in results for it in _core_items(r.index, opts, name_of[id(r.index)])]
-        header_note = "no specific match; core rules"
+        header_note = "no specific match; core rules" if ranked else "no rule of this index matches the task"
         notes.append(
             "no specific match for this task: showing the index's core rules"
             if ranked

@@ -109,6 +109,20 @@ def test_no_match_answers_with_core_rules(index: Index) -> None:
     assert any("no specific match" in note for note in result["diagnostics"]["notes"])
 
 
+def test_no_match_and_no_core_rules_says_so_in_the_header(tmp_path: Path) -> None:
+    from ruledex.builder.build import build
+
+    from .conftest import rule_doc, write_rules
+
+    rules = write_rules(tmp_path / "rules", {"api.md": rule_doc("- [MUST] Version every public endpoint under /v1.")})
+    with Index(build(rules, tmp_path / "s.ruledex").path) as idx:
+        result = query_directives(idx, "zzqx flurble wibble")
+    assert not result["citations"]
+    assert "no rule of this index matches the task" in result["context_block"]
+    assert "core rules" not in result["context_block"], "no header promising core rules that never come"
+    assert any("has no core rules" in note for note in result["diagnostics"]["notes"])
+
+
 def test_severity_filter_and_layer_override(index: Index) -> None:
     result = query_directives(
         index, "Add user registration API endpoint", options={"severityFilter": ["SHOULD"], "layer": "4-Persistence"}
