@@ -177,9 +177,11 @@ class LLMConfig:
             return None
         raw_url = raw_url.strip().rstrip("/")
         _check_url(raw_url, url_src)
-        raw_model, model_src = _pick(model, "--llm-model", env, ENV_MODEL)
+        raw_model, _ = _pick(model, "--llm-model", env, ENV_MODEL)
         if raw_model is None or not raw_model.strip():
-            raise ValueError(f"{model_src}: required when {url_src} is set; name the model to run, e.g. llama3.2:3b")
+            raise ValueError(
+                f"--llm-model (or ${ENV_MODEL}): required when {url_src} is set; name the model to run, e.g. llama3.2:3b"
+            )
         raw_api, api_src = _pick(api, "--llm-api", env, ENV_API)
         chosen = raw_api.strip().lower() if raw_api and raw_api.strip() else default_api(raw_url)
         _check_api(chosen, api_src)
