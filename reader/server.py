@@ -284,9 +284,20 @@ def _argument_help(schema: dict[str, Any]) -> str:
     required = set(schema.get("required", []))
     parts = []
     for name, prop in schema.get("properties", {}).items():
-        kind = "|".join(prop["enum"]) if "enum" in prop else prop.get("type", "any")
-        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+        parts.append(f"{name} ({_kind(prop)}{', required' if name in required else ''})")
     return ", ".join(parts) or "no arguments"
+
+
+def _kind(prop: dict[str, Any]) -> str:
+    """A property's JSON type as a reader would say it: ``string``, ``array of string``, ``a|b``."""
+    if "enum" in prop:
+        return "|".join(str(v) for v in prop["enum"])
+    if "anyOf" in prop:  # Optional[...] is anyOf [..., null]
+        kinds = [_kind(p) for p in prop["anyOf"] if p.get("type") != "null"]
+        return " or ".join(dict.fromkeys(kinds)) or "null"
+    if prop.get("type") == "array":
+        return f"array of {_kind(prop.get('items', {}))}"
+    return str(prop.get("type", "any"))
 
 
 def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:

@@ -301,7 +301,7 @@ BAD_CALLS = [
     ("search_knowledge", {"query": "x", "minConfidence": 1.5}, ["minConfidence", "0 to 1"]),
     ("search_knowledge", {"query": "x", "scope": "galaxy"}, ["scope", "global, team, project"]),
     ("search_knowledge", {"query": "x", "category": "Backend"}, ["category", "2-Application"]),
-    ("search_knowledge", {"query": "x", "contextTags": "security"}, ["contextTags"]),
+    ("search_knowledge", {"query": "x", "contextTags": "security"}, ["contextTags", "(array of string)"]),
     ("search_nodes", {"query": ""}, ["query", "non-empty"]),
     ("open_nodes", {"names": "security"}, ["names"]),
     ("open_nodes", {}, ["names", "required"]),
