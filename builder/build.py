@@ -35,7 +35,8 @@ from .keywords import (
     rule_document,
     written_text,
 )
-from .parse import ParsedDocument, parse_document
+from .lint import secrets_in
+from .parse import ParsedDocument, normalise_newlines, parse_document
 from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources, rules_folder
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
 
@@ -390,6 +391,8 @@ def build(
         f"parsed {len(rules)} rules, {len(directives)} directives"
         + (f" ({inferred} with severity inferred from wording)" if inferred else "")
     )
+    # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
+    warnings.extend(f.text() for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text)))
     if not directives:  # a valid index (queries answer "empty"), but rarely what was meant
         where_text = where if sources else f"{where} (no *.md, *.mdc or other rule files found)"
         warnings.append(f"{where_text}: no directives; the index will be empty")

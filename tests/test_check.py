@@ -69,6 +69,17 @@ def test_secret_patterns_never_echo_the_value() -> None:
     assert all(token not in f.message and "hunter2" not in f.message for f in findings)
 
 
+def test_build_warns_of_a_secret_it_would_serve(tmp_path: Path) -> None:
+    """The index is served to every assistant: build says what check says, without the value."""
+    from ruledex.builder.build import build
+
+    fake_key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    rules = write_rules(tmp_path / "rules", {"keys.md": rule_doc(f"- [MUST] Deploy with the key {fake_key} only.")})
+    result = build(rules, tmp_path / "k.ruledex")
+    warned = [w for w in result.warnings if "[secret]" in w]
+    assert len(warned) == 1 and warned[0].startswith("keys.md:") and fake_key not in warned[0]
+
+
 def test_bundled_rules_pass_and_formats(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(RULES)]) == 0
     assert main(["check", str(RULES), "--format", "github"]) == 0
