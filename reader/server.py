@@ -73,7 +73,8 @@ def mode_instructions(mode: str | None = None) -> str:
     """The instruction snippet for an assistant (mode-specific when ``mode`` is given)."""
     slug = f' and modeSlug "{mode}"' if mode else ""
     text = (
-        f"At the start of a task, call query_directives with the full task text{slug}. Follow every MUST "
+        f"At the start of a task, call query_directives with the full task text{slug}, and with "
+        "options.files set to the paths of the files you will edit when you know them. Follow every MUST "
         "directive in the returned context_block and prefer the SHOULD ones; when a rule shapes your change, cite "
         "its id (e.g. [security#input-validation-1]). Call query_directives again when the work moves to another "
         "layer or topic (UI, API, domain, database, tests, docs, deployment). If a directive conflicts with the "
@@ -88,7 +89,8 @@ DESCRIPTIONS = {
         "Get the project's coding rules that apply to a task: a short markdown block (context_block) of "
         "directives, MUST first, each with its id, plus citations (rule, section, severity, source path, commit) "
         "and diagnostics (detected layer and topics, what was left out and why). Call it at the start of every "
-        "task with the user's full task text, and again when the work moves to another layer or topic. Follow "
+        "task with the user's full task text (and options.files: the paths being edited, when known), and again "
+        "when the work moves to another layer or topic. Follow "
         "every MUST directive. Bad options return an error naming the field and its allowed values. " + _BY_PR
     ),
     "detect_context": (
