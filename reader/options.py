@@ -102,6 +102,8 @@ def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool
 
 
 MAX_FILES = 200
+MAX_PATH_CHARS = 1024
+"""Longer than any real repository path: refused before glob and path matching reads it."""
 
 
 def parse_files(value: Any) -> tuple[str, ...]:
@@ -111,4 +113,9 @@ def parse_files(value: Any) -> tuple[str, ...]:
         raise ValueError("options.files: must be a path or a list of paths (strings) of the files being edited")
     if len(values) > MAX_FILES:
         raise ValueError(f"options.files: at most {MAX_FILES} paths, got {len(values)}")
+    long = next((v for v in values if len(v) > MAX_PATH_CHARS), None)
+    if long is not None:
+        raise ValueError(
+            f"options.files: a path of {len(long)} characters; at most {MAX_PATH_CHARS}, relative to the repository"
+        )
     return tuple(v.strip() for v in values if v.strip())

@@ -97,6 +97,8 @@ def test_files_in_query_and_detect_context(index: Index) -> None:
     assert found["detectedLayer"] == "4-Persistence"
     with pytest.raises(ValueError, match=r"options\.files"):
         detect_context(index, "Fix it", {"files": [1, 2]})
+    with pytest.raises(ValueError, match=r"options\.files: a path of 4000 characters"):
+        query_directives(index, "Fix it", options={"files": ["a/" * 2000]})
 
 
 def test_catch_all_globs_tie_a_rule_to_nothing() -> None:
