@@ -115,13 +115,15 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
     from .llm import llm_detect, merge
+    from .options import parse_files
     from .paths import path_evidence
 
     if not args.text.strip():
         raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
-    paths = path_evidence(args.files) if args.files else None
+    files = parse_files(args.files) if args.files else ()  # the checks query and the MCP tools apply
+    paths = path_evidence(files) if files else None
     if _has_index(args.index):
         from .query import check_mode, detect_in_index
 
@@ -421,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--files",
         nargs="+",
+        action="extend",
         metavar="PATH",
         help="files the task touches (relative to the rules repository root): their paths say where the work is "
         "(tests/, migrations/, a .tsx page ...) and in what; rules whose globs match rank higher",
@@ -546,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--files",
         nargs="+",
+        action="extend",
         metavar="PATH",
         help="files the task touches: their paths say where the work is (tests/, migrations/, a .tsx page ...)",
     )

@@ -116,6 +116,7 @@ def parse_files(value: Any) -> tuple[str, ...]:
     long = next((v for v in values if len(v) > MAX_PATH_CHARS), None)
     if long is not None:
         raise ValueError(
-            f"options.files: a path of {len(long)} characters; at most {MAX_PATH_CHARS}, relative to the repository"
+            f"options.files: a path of {len(long)} characters; give paths relative to the repository root, "
+            f"at most {MAX_PATH_CHARS} characters"
         )
     return tuple(v.strip() for v in values if v.strip())

@@ -18,24 +18,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .globs import is_absolute
 from .technologies import TECHNOLOGIES
 
 PATH_LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # (regular expression over the lower-cased path, layer, topics)
-    (
-        r"(^|/)(tests?|__tests__|__mocks__|specs?|e2e|cypress|playwright|testing)/|(^|/)test_[^/]+$|(^|/)conftest\.py$"
-        r"|[._-](test|tests|spec|e2e|cy)\.\w+$",
-        "5-Tests",
-        ("testing",),
-    ),
-    (
-        r"(^|/)(docker|container)file[^/]*$|(^|/)(docker-)?compose[^/]*\.ya?ml$|(^|/)\.github/workflows/"
+    (  # before tests: a CI workflow or compose file named for the tests it runs is deployment work
+        r"(^|/)(docker|container)file[^/]*$|\.dockerfile$|(^|/)(docker-)?compose[^/]*\.ya?ml$|(^|/)\.github/workflows/"
         r"|(^|/)\.gitlab-ci\.ya?ml$|(^|/)jenkinsfile$|(^|/)\.circleci/|\.(tf|tfvars|hcl)$"
         r"|(^|/)(k8s|kubernetes|helm|charts|manifests|deploy|deployment|deployments|infra|infrastructure|terraform"
         r"|ansible|\.buildkite)/|(^|/)(procfile|fly\.toml|vercel\.json|netlify\.toml|skaffold\.ya?ml"
         r"|render\.ya?ml|railway\.json|serverless\.ya?ml)$|(^|/)\.env(\.[\w-]+)?$",
         "7-Deployment",
         ("devops",),
+    ),
+    (
+        r"(^|/)(tests?|__tests__|__mocks__|specs?|e2e|cypress|playwright|testing)/|(^|/)test_[^/]+$|(^|/)conftest\.py$"
+        r"|[._-](test|tests|spec|e2e|cy)\.\w+$",
+        "5-Tests",
+        ("testing",),
     ),
     (
         r"\.(md|mdx|rst|adoc)$|(^|/)(docs?|documentation|adr|adrs|wiki)/",
@@ -49,6 +50,12 @@ PATH_LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "4-Persistence",
         ("database",),
     ),
+    (  # a UI file is presentation wherever it sits (SvelteKit's routes/+page.svelte, Remix's app/routes/)
+        r"\.(css|scss|sass|less|styl|html?|vue|svelte|astro|jsx|tsx|erb|haml|slim|hbs|handlebars|twig|jinja2?|j2"
+        r"|heex|leex|razor|cshtml|xib|storyboard)$|\.component\.(ts|js)$",
+        "1-Presentation",
+        ("frontend",),
+    ),
     (
         r"(^|/)(api|apis|routes|routers?|controllers?|handlers?|endpoints?|middlewares?|resolvers|graphql|rpc"
         r"|webhooks?|jobs|workers?|tasks|consumers|commands|cli)/|(^|/)(views|urls|routes|router|serializers"
@@ -60,9 +67,8 @@ PATH_LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("api", "backend"),
     ),
     (
-        r"\.(css|scss|sass|less|styl|html?|vue|svelte|astro|jsx|tsx|erb|haml|slim|hbs|handlebars|twig|jinja2?|j2"
-        r"|heex|leex|razor|cshtml|xib|storyboard)$|(^|/)(components?|pages|views|templates|screens|widgets|ui"
-        r"|styles|layouts|frontend|client|public|static|assets|hooks|composables|stores?)/",
+        r"(^|/)(components?|pages|views|templates|screens|widgets|ui|styles|layouts|frontend|static|assets|hooks"
+        r"|composables)/",
         "1-Presentation",
         ("frontend",),
     ),
@@ -202,16 +208,33 @@ class PathEvidence:
 _RANK = {name: i for i, name in enumerate(TECHNOLOGIES)}
 _PATH_LAYERS = tuple((re.compile(pattern), layer, topics) for pattern, layer, topics in PATH_LAYERS)
 _SHAPES = tuple((re.compile(pattern), names) for pattern, names in FOLDER_TECHNOLOGIES)
-_TEST_CLASS = re.compile(r"[a-z0-9]Tests?\.(cs|java|kt|swift|scala|php|dart|groovy)$")
-"""JUnit, xUnit, XCTest and PHPUnit name test classes ``OrderServiceTest``: read as written, since
-lower-cased ``latest.go`` or ``contest.php`` would match too."""
+CLASS_NAMES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    (re.compile(r"[a-z0-9](Tests?|Spec|IT)\.(cs|java|kt|swift|scala|php|dart|groovy)$"), "5-Tests", ("testing",)),
+    (re.compile(r"[a-z0-9](Repository|Dao|Entity|Mapper)\.(cs|java|kt|scala|php)$"), "4-Persistence", ("database",)),
+    (
+        re.compile(r"[a-z0-9](Controller|Resource|Endpoint|Handler|Service)\.(cs|java|kt|scala|php)$"),
+        "2-Application",
+        ("api", "backend"),
+    ),
+)
+"""Class-per-file languages name a file by its role (``OrderServiceTest.java``, ``OrderRepository.kt``,
+``OrdersController.cs``): read as written, since lower-cased ``latest.go`` would match ``Test`` too.
+Tried before :data:`PATH_LAYERS`."""
+
+
+ABSOLUTE_TAIL = 4
+"""Of an absolute path, only the file and its three nearest folders are read: where the repository
+starts is unknown, and ``/Users/test/shop/...`` must not read as a test."""
 
 
 def normalise(path: str) -> str:
-    """Lower case, forward slashes, no leading ``./`` or ``/``."""
+    """Lower case, forward slashes, no leading ``./``; an absolute path cut to its last :data:`ABSOLUTE_TAIL` parts."""
     out = path.strip().replace("\\", "/").lower()
     while out.startswith("./"):
         out = out[2:]
+    if is_absolute(out):
+        out = "/".join(part for part in out.split("/") if part)
+        out = "/".join(out.split("/")[-ABSOLUTE_TAIL:])
     return out.lstrip("/")
 
 
@@ -221,14 +244,17 @@ def path_hint(path: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     clean = normalise(path)
     name = clean.rsplit("/", 1)[-1]
     techs = set(FILE_NAMES.get(name, ()))
+    if name.startswith(("dockerfile", "docker-compose")) or name.endswith(".dockerfile"):  # Dockerfile.prod
+        techs.add("docker")
     if "." in name:
         techs.update(EXTENSIONS.get(name.rsplit(".", 1)[-1], ()))
     for pattern, names in _SHAPES:
         if pattern.search(clean):
             techs.update(names)
     ordered = tuple(sorted(techs, key=_RANK.__getitem__))
-    if _TEST_CLASS.search(path.strip()):
-        return "5-Tests", ("testing",), ordered
+    for pattern, layer, topics in CLASS_NAMES:
+        if pattern.search(path.strip()):
+            return layer, topics, ordered
     for pattern, layer, topics in _PATH_LAYERS:
         if pattern.search(clean):
             return layer, topics, ordered
@@ -237,7 +263,10 @@ def path_hint(path: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
 
 def path_evidence(paths: Iterable[str], vote: float = PATH_VOTE) -> PathEvidence:
     """Votes and technologies of the edited files; each file's vote is shared by all of them."""
-    hints = [path_hint(p) for p in paths]
+    unique: dict[str, str] = {}
+    for p in paths:  # the same file once, however it is written (./a, a, a\\b); read as written
+        unique.setdefault(normalise(p), p)
+    hints = [path_hint(p) for p in unique.values()]
     placed = [h for h in hints if h[0] is not None]
     layers: dict[str, float] = {}
     topics: dict[str, float] = {}
