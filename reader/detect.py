@@ -275,10 +275,14 @@ class Detection:
         return (self.layer, *sorted(ties, key=LAYERS.index))
 
     def alternatives(self, n: int = 2) -> list[dict[str, float | str]]:
-        """The next-best layers with their share of the evidence."""
-        total = sum(v for v in self.layer_scores.values() if v > 0) or 1.0
+        """The next-best layers, each with the confidence it would have had against the detected one.
+
+        The same formula as ``confidence`` (a layer's evidence over itself, its strongest rival and
+        1), so an alternative never reads as surer than the layer that won.
+        """
+        best = self.layer_scores.get(self.layer, 0.0) if self.layer else 0.0
         ranked = sorted(((v, k) for k, v in self.layer_scores.items() if k != self.layer and v > 0), reverse=True)
-        return [{"layer": k, "confidence": round(v / total, 3)} for v, k in ranked[:n]]
+        return [{"layer": k, "confidence": round(v / (v + best + 1.0), 3)} for v, k in ranked[:n]]
 
     def to_dict(self) -> dict[str, object]:
         """The ``detect_context`` output shape."""

@@ -154,3 +154,14 @@ def test_eval_with_the_files_being_edited(index: Index, tmp_path: Path, capsys: 
         with_files(queries, bad)
     code = main(["eval", "--queries", str(tmp_path / "missing.jsonl"), "--index", str(index.path)])
     assert code == 1 and "missing.jsonl: cannot read it" in capsys.readouterr().err
+
+
+def test_no_alternative_reads_surer_than_the_detected_layer(index: Index) -> None:
+    """Alternatives used a share of all evidence and the layer a share of itself and its rival (QA)."""
+    for task, files in (
+        ("Tidy this up", ["tests/test_a.py", "src/components/A.tsx"]),
+        ("Add user registration API endpoint", []),
+        ("Write a migration and a test for the new status column", []),
+    ):
+        found = detect_context(index, task, {"files": files} if files else None)
+        assert all(alt["confidence"] <= found["confidence"] for alt in found["alternativeContexts"]), found
