@@ -72,6 +72,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "riverpod": ("flutter",),
     **dict.fromkeys(["ecto", "liveview"], ("elixir",)),
     **dict.fromkeys(["qt", "cmake", "gtest"], ("c++",)),
+    **dict.fromkeys(["tidyverse", "ggplot2", "dplyr", "shiny", "rmarkdown"], ("r",)),
     **dict.fromkeys(["timescaledb", "pgvector"], ("postgres",)),
     "mongo": ("mongodb",),
     # tools of no one stack

@@ -77,6 +77,7 @@ TECHNOLOGIES: tuple[str, ...] = (
     # tools, platforms and test tools that tasks name by name
     "scala",
     "elixir",
+    "r",
     "dart",
     "solidity",
     "nuxt",
@@ -187,10 +188,16 @@ _SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
 """Technologies with a symbol, a dot or a space (c#, node.js, react native): found in the text as written."""
 
 
+LETTER_NAMES: dict[str, re.Pattern[str]] = {"r": re.compile(r"(?<![\w./&'-])R(?![\w/&'-])")}
+"""Languages named by one letter, which the word tokenizer drops: only a capital standing alone
+names them ("our R scripts", a guide titled "R"), not "R&D" or "r u sure"."""
+
+
 def named_technologies(text: str, words: Iterable[str]) -> tuple[str, ...]:
     """The technologies ``text`` (whose lower-cased ``words`` are given) names, in :data:`TECHNOLOGIES` order."""
     lowered = text.lower()
     found = {w for w in words if w in _RANK} | {t for t in _SYMBOLS if t in lowered}
+    found |= {name for name, pattern in LETTER_NAMES.items() if pattern.search(text)}
     if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
         found = _as_names(found, text)
     return tuple(sorted(found, key=_RANK.__getitem__))

@@ -82,3 +82,18 @@ def test_a_task_with_no_telling_word_gets_no_layer_from_the_rules_that_match_it_
     assert answer["diagnostics"]["detectedLayer"] is None and answer["diagnostics"]["topics"] == []
     assert answer["context_block"].splitlines()[1] == "_layer any_"
     assert not any("strictLayer" in note for note in answer["diagnostics"]["notes"])
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Refactor our R scripts to use the tidyverse", ("r", "tidyverse")),
+        ("Cursor rules for R development", ("r",)),  # how the public corpus's R guide describes itself
+        ("Fix the R&D dashboard", ()),
+        ("r u sure this works", ()),
+        ("rename the variable r to rate", ()),
+    ],
+)
+def test_a_one_letter_language_is_named_only_as_a_capital_standing_alone(text: str, named: tuple[str, ...]) -> None:
+    """The word tokenizer drops one-letter words, so R needs its own pattern; its guide then has a stack."""
+    assert detect(text).technologies == named
