@@ -131,10 +131,22 @@ def _compiled(pattern: str) -> tuple[re.Pattern[str], ...]:
     return tuple(glob_regex(p) for p in expand_braces(pattern) if p.strip())
 
 
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def clean_path(path: str) -> str:
+    """A path as given, with forward slashes and no surrounding blanks or leading ``./``."""
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
 def is_absolute(path: str) -> bool:
     """``/home/me/repo/x.py`` or ``C:/repo/x.py`` (either slash): a path from outside the repository."""
-    path = path.strip().replace("\\", "/")
-    return path.startswith("/") or re.match(r"^[A-Za-z]:/", path) is not None
+    path = clean_path(path)
+    head, slash, _ = path.partition("/")
+    return path.startswith("/") or (bool(slash) and _DRIVE.fullmatch(head) is not None)
 
 
 def _candidates(path: str) -> list[str]:
@@ -143,16 +155,10 @@ def _candidates(path: str) -> list[str]:
     For an absolute path, relative to each folder above the file, since where the repository starts
     is unknown (``app/**`` matches ``/home/me/shop/app/page.tsx``).
     """
-    absolute = is_absolute(path)
-    path = path.strip().replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    parts = [p for p in path.strip("/").split("/") if p and p != "."]
-    if absolute:
-        return [
-            "/".join(parts[n:])
-            for n in range(1 if re.match(r"^[A-Za-z]:$", parts[0] if parts else "") else 0, len(parts))
-        ]
+    parts = [p for p in clean_path(path).strip("/").split("/") if p and p != "."]
+    if is_absolute(path):
+        drive = 1 if parts and _DRIVE.fullmatch(parts[0]) else 0
+        return ["/".join(parts[n:]) for n in range(drive, len(parts))]
     return ["/".join(parts)] if parts else []
 
 

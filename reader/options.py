@@ -61,7 +61,7 @@ class QueryOptions:
                     or value != int(value)
                 ):
                     raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
-                out[name] = min(high, max(low, int(value)))
+                out[name] = clamp(name, value)
         if raw.get("severityFilter") is not None:
             out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter", upper=True)
         if raw.get("topicsBias") is not None:
@@ -77,6 +77,12 @@ class QueryOptions:
         return cls(**out)
 
 
+def clamp(name: str, value: float) -> int:
+    """``value`` brought within ``RANGES[name]``."""
+    low, high = RANGES[name]
+    return min(high, max(low, int(value)))
+
+
 def clamp_notes(raw: dict[str, Any] | None) -> list[str]:
     """Notes for numeric options outside their :data:`RANGES` (they are clamped, and the answer says so)."""
     notes = []
@@ -84,7 +90,7 @@ def clamp_notes(raw: dict[str, Any] | None) -> list[str]:
         value = (raw or {}).get(name)
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if number and not low <= value <= high:
-            notes.append(f"options.{name} {value:g} is outside {low}-{high}: used {min(high, max(low, int(value)))}")
+            notes.append(f"options.{name} {value:g} is outside {low}-{high}: used {clamp(name, value)}")
     return notes
 
 

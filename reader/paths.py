@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .globs import is_absolute
+from .globs import clean_path, is_absolute
 from .technologies import TECHNOLOGIES
 
 PATH_LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -229,9 +229,7 @@ starts is unknown, and ``/Users/test/shop/...`` must not read as a test."""
 
 def normalise(path: str) -> str:
     """Lower case, forward slashes, no leading ``./``; an absolute path cut to its last :data:`ABSOLUTE_TAIL` parts."""
-    out = path.strip().replace("\\", "/").lower()
-    while out.startswith("./"):
-        out = out[2:]
+    out = clean_path(path).lower()
     if is_absolute(out):
         out = "/".join(part for part in out.split("/") if part)
         out = "/".join(out.split("/")[-ABSOLUTE_TAIL:])

@@ -163,16 +163,17 @@ def rank_task(
     weights: RankWeights | None = None,
     index_name: str = "",
     llm_answer: LLMAnswer | None = None,
+    paths: PathEvidence | None = None,
 ) -> Ranked:
     """Detect, retrieve, filter and rank one index's directives for a task (no rendering).
 
     ``weights`` default to the index's own (:func:`~ruledex.reader.rank.ranking_for`): rules that
-    declare their topics rank by what they declare first.
+    declare their topics rank by what they declare first. ``paths`` is what ``opts.files`` say (read
+    once per query, whatever the number of layered indexes).
     """
     timings: dict[str, float] = {}
     notes: list[str] = []
     t0 = time.perf_counter()
-    paths = path_evidence(opts.files) if opts.files else None
     first = first_pass(index, task, opts.files, paths)
     qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, index.always_apply_rules
     timings["retrieve"] = time.perf_counter() - t0
@@ -395,14 +396,15 @@ def query_indexes(
     if llm is not None and answer is None:
         notes.append("local model detector gave no usable answer; used the built-in detector")
     names = index_names(indexes)
+    paths = path_evidence(opts.files) if opts.files else None
     results = [
-        rank_task(ix, task, mode, opts, weights, name, answer)
+        rank_task(ix, task, mode, opts, weights, name, answer, paths)
         for ix, name in zip(indexes, names, strict=True)
         if ix.n_directives
     ]
     searched = sum(ix.n_directives for ix in indexes)
     if not results:
-        det = merge(detect(task, mode, paths=path_evidence(opts.files) if opts.files else None), answer)
+        det = merge(detect(task, mode, paths=paths), answer)
         empty = Rendered(
             _header(det, det.layer, det.topics)
             + "_The rule index is empty: it holds no directives. Add rule documents and rebuild it._\n",
