@@ -116,13 +116,14 @@ def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
     from .llm import llm_detect, merge
     from .options import parse_files
-    from .paths import path_evidence
+    from .paths import named_files, path_evidence
 
     if not args.text.strip():
         raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
     files = parse_files(args.files) if args.files else ()  # the checks query and the MCP tools apply
+    files += named_files(args.text, files)
     paths = path_evidence(files) if files else None
     if _has_index(args.index):
         from .query import check_mode, detect_in_index

@@ -275,3 +275,48 @@ def path_evidence(paths: Iterable[str], vote: float = PATH_VOTE) -> PathEvidence
             topics[name] = topics.get(name, 0.0) + share / 2
     techs = {t for _, _, found in hints for t in found}
     return PathEvidence(layers, topics, tuple(sorted(techs, key=_RANK.__getitem__)))
+
+
+MENTION_EXTENSIONS = frozenset(EXTENSIONS) | {
+    "css", "scss", "sass", "less", "html", "htm", "md", "mdx", "rst", "sql", "yml", "yaml", "json", "toml", "ini",
+    "sh", "lock", "gradle", "xml",
+}  # fmt: skip
+"""Extensions that make a word of a task a file name ("the crash in checkout/page.tsx")."""
+
+LIBRARY_NAMES = frozenset({
+    "next", "node", "vue", "react", "express", "nest", "nuxt", "chart", "three", "d3", "ember", "alpine", "backbone",
+    "p5", "anime", "solid", "preact", "angular", "knockout", "moment", "day", "lodash", "underscore", "jquery", "pixi",
+    "babylon", "phaser", "electron", "meteor", "deno", "bun",
+})  # fmt: skip
+"""Names written like files that are libraries ("Next.js", "Chart.js"): never read as a file."""
+
+MAX_NAMED = 20
+"""At most this many files named in a task are read (a pasted file listing says no more than its first)."""
+
+_TOKEN = re.compile(r"[^\s`'\"<>,;|*{}]+")
+
+
+def named_files(task: str, given: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The file paths a task's text names, in order, leaving out those already ``given``.
+
+    "Fix the crash in app/products/[id]/page.tsx" names a file the user is about to edit, so it counts
+    as an edited file. A word is a file when it ends in a known extension (:data:`MENTION_EXTENSIONS`)
+    or is a known file name (:data:`FILE_NAMES`, ``Dockerfile.prod``); URLs, npm scopes, library names
+    written like files ("Next.js") and words with nothing before the dot (``.env``) are not. Chosen
+    on the even lines of the labeled sets: the Cursor corpus gains (0.888 -> 0.890 nDCG@10, layer
+    accuracy 0.884 -> 0.899), the bundled set is unchanged (docs/relevance.md).
+    """
+    found: dict[str, None] = {}
+    for token in _TOKEN.findall(task):
+        token = token.strip(".:!?()")
+        if not token or "://" in token or token.startswith("@") or token in given:
+            continue
+        name = token.rsplit("/", 1)[-1].lower()
+        stem, dot, ext = name.rpartition(".")
+        known = name in FILE_NAMES or name.startswith(("dockerfile", "docker-compose"))
+        if not known and not (dot and stem and ext in MENTION_EXTENSIONS):
+            continue
+        if "/" not in token and ext == "js" and stem in LIBRARY_NAMES:
+            continue
+        found.setdefault(token, None)
+    return tuple(found)[:MAX_NAMED]

@@ -20,7 +20,7 @@ from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .options import QueryOptions, clamp_notes
-from .paths import PathEvidence, path_evidence
+from .paths import PathEvidence, named_files, path_evidence
 from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
@@ -258,8 +258,8 @@ def rank_task(
     timings["rank"] = time.perf_counter() - t0
     if opts.files and not index.glob_rules:
         notes.append(
-            "files were given but no rule in this index is tied to file globs: only what their paths say (layer, "
-            "topics, technologies) was used"
+            "files were given or named in the task, but no rule in this index is tied to file globs: only what "
+            "their paths say (layer, topics, technologies) was used"
         )
     matched = sorted(index.rule(i).id for i in scoped)
     best = max((item.score for item in items), default=0.0)
@@ -396,6 +396,9 @@ def query_indexes(
     if llm is not None and answer is None:
         notes.append("local model detector gave no usable answer; used the built-in detector")
     names = index_names(indexes)
+    named = named_files(task, opts.files)
+    if named:  # a file the task names is one the user is about to edit
+        opts = replace(opts, files=opts.files + named)
     paths = path_evidence(opts.files) if opts.files else None
     results = [
         rank_task(ix, task, mode, opts, weights, name, answer, paths)
@@ -469,7 +472,9 @@ def query_indexes(
     }
     if opts.files:
         tied = ", ".join(x for r in results for x in r.file_rules) or "none"
-        notes.append(f"files: {len(opts.files)} given; rules tied to them: {tied}")
+        given = len(opts.files) - len(named)
+        source = f"{given} given" + (f", {len(named)} named in the task ({', '.join(named)})" if named else "")
+        notes.append(f"files: {source}; rules tied to them: {tied}")
     breakdowns = {key: row for r in results for key, row in r.breakdowns.items()}
     scores = [
         dict(id=c["id"], **breakdowns[(c.get("index", ""), c["id"])])

@@ -28,7 +28,7 @@ from .catalog import closest_domains, render_rule, rule_summary
 from .errors import ArtifactError
 from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
-from .paths import path_evidence
+from .paths import named_files, path_evidence
 from .pin import verify_pinned
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
 from .rank import ranking_for
@@ -411,7 +411,11 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
     else:
         threshold = _number(threshold, "options.confidenceThreshold", 0, 1)
     mode = check_mode(raw.get("modeSlug"))
-    files = parse_files(raw["files"]) if raw.get("files") is not None else ()
+    given = parse_files(raw["files"]) if raw.get("files") is not None else ()
+    named = named_files(text, given)
+    if named:
+        notes.append(f"files named in the text, read as edited files: {', '.join(named)}")
+    files = given + named
     paths = path_evidence(files) if files else None
     found = dict(detect_in_index(index, text, mode, paths=paths).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:

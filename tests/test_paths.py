@@ -13,7 +13,15 @@ from ruledex.reader.errors import ConfigError
 from ruledex.reader.evaluate import evaluate, load_queries, with_files
 from ruledex.reader.globs import matches_every_file
 from ruledex.reader.index import Index
-from ruledex.reader.paths import EXTENSIONS, FILE_NAMES, FOLDER_TECHNOLOGIES, path_evidence, path_hint
+from ruledex.reader.paths import (
+    EXTENSIONS,
+    FILE_NAMES,
+    FOLDER_TECHNOLOGIES,
+    MAX_NAMED,
+    named_files,
+    path_evidence,
+    path_hint,
+)
 from ruledex.reader.query import query_directives
 from ruledex.reader.technologies import TECHNOLOGIES
 from ruledex.reader.tools import detect_context
@@ -165,3 +173,44 @@ def test_no_alternative_reads_surer_than_the_detected_layer(index: Index) -> Non
     ):
         found = detect_context(index, task, {"files": files} if files else None)
         assert all(alt["confidence"] <= found["confidence"] for alt in found["alternativeContexts"]), found
+
+
+@pytest.mark.parametrize(
+    ("task", "named"),
+    [
+        ("After upgrading, app/products/[id]/page.tsx crashes when reading params.id", ("app/products/[id]/page.tsx",)),
+        ("Fix views.py, then app.js.", ("views.py", "app.js")),
+        (
+            "Bump package.json and the Dockerfile.prod (see `SignupForm.tsx`)",
+            ("package.json", "Dockerfile.prod", "SignupForm.tsx"),
+        ),
+        ("Move app/routes/projects.$id.tsx and vercel.json;", ("app/routes/projects.$id.tsx", "vercel.json")),
+        # not files: library names, URLs, npm scopes, routes, property access, versions, dotfiles
+        ("Port the Next.js page to Vue.js with Chart.js on node.js", ()),
+        ("See https://example.com/docs/setup.md and @nestjs/bull", ()),
+        ("GET /api/orders returns params.id and req.body from v1.2.3", ()),
+        ("Keep secrets in a .env file", ()),
+    ],
+)
+def test_files_a_task_names(task: str, named: tuple[str, ...]) -> None:
+    assert named_files(task) == named
+
+
+def test_named_files_leave_out_given_ones_and_stop_at_the_cap() -> None:
+    assert named_files("Fix views.py and urls.py", ("views.py",)) == ("urls.py",)
+    listing = " ".join(f"src/m{i}.py" for i in range(MAX_NAMED + 5))
+    assert len(named_files(listing)) == MAX_NAMED
+
+
+def test_a_file_the_task_names_counts_as_edited(index: Index) -> None:
+    """Naming a file says where the work is, as passing it in options.files does."""
+    task = "Tidy up tests/test_checkout.py"
+    named = query_directives(index, task, options={"includeDiagnostics": True})
+    given = query_directives(index, "Tidy up", options={"files": ["tests/test_checkout.py"]})
+    assert named["diagnostics"]["detectedLayer"] == given["diagnostics"]["detectedLayer"] == "5-Tests"
+    assert named["citations"][0]["sourcePath"] == "testing.md"
+    assert any("1 named in the task (tests/test_checkout.py)" in n for n in named["diagnostics"]["notes"])
+    found = detect_context(index, "Tidy up db/migrations/0042_status.sql")
+    assert found["detectedLayer"] == "4-Persistence"
+    assert any("files named in the text" in n for n in found["notes"])
+    assert detect_context(index, "Tidy up")["detectedLayer"] is None
