@@ -139,9 +139,9 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
         edited = evaluate(index, with_files(queries, REPO / "tests" / "data" / "files_cursorrules.jsonl"))
     assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"], "measured 0.888 vs 0.878 (docs/relevance.md)"
     assert report["ruledex"]["mrr"] >= 0.9, "measured 0.932 (docs/relevance.md)"
-    assert report["layerAccuracy"] >= 0.72, "measured 0.754 (docs/relevance.md)"
-    assert edited["ruledex"]["ndcg@10"] > report["ruledex"]["ndcg@10"], "measured 0.899 -> 0.917 (docs/relevance.md)"
-    assert edited["layerAccuracy"] >= report["layerAccuracy"], "measured 0.797 -> 0.812; 0.268 before the fix"
+    assert report["layerAccuracy"] >= 0.78, "measured 0.804 (docs/relevance.md)"
+    assert edited["ruledex"]["ndcg@10"] > report["ruledex"]["ndcg@10"], "measured 0.903 -> 0.917 (docs/relevance.md)"
+    assert edited["layerAccuracy"] >= report["layerAccuracy"], "measured 0.804 -> 0.812; 0.268 before the fix"
 
 
 def test_blind_cursor_set_names_real_guides_and_ruledex_leads_the_floor(tmp_path: Path) -> None:
