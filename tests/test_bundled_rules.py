@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from ruledex.reader.cli import main
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
 from ruledex.reader.vocab import LAYERS
+
+from .conftest import RULES
 
 REQUIRED_TOPICS = {
     "security", "testing", "performance", "api", "database", "frontend",
@@ -40,3 +47,10 @@ def test_example_tasks_mostly_retrieve_their_rule(index: Index) -> None:
             cited = [c["rule"] for c in query_directives(index, task)["citations"]]
             hits += rule.id in cited
     assert hits / total >= 0.8, f"{hits}/{total}"
+
+
+def test_bundled_rules_pass_the_strict_linter(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a team copying rules/ would run in CI: every example retrieves its rule in the top 3."""
+    code = main(["check", str(RULES), "--examples", "--strict", "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert code == 0, [f["message"] for f in findings if f["severity"] == "error"]
