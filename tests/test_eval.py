@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ruledex.reader.cli import main
 from ruledex.reader.errors import ConfigError
-from ruledex.reader.evaluate import evaluate, load_queries, ranking_metrics, topic_f1, with_files
+from ruledex.reader.evaluate import (
+    LabeledQuery,
+    evaluate,
+    load_queries,
+    ranking_metrics,
+    topic_f1,
+    with_files,
+)
 from ruledex.reader.index import Index
 
 from .conftest import REPO, RULES
@@ -174,3 +182,43 @@ def test_relevant_paths_the_index_does_not_have_are_reported(index: Index, tmp_p
     report = evaluate(index, load_queries(labeled))
     assert report["unknownRelevant"] == ["databse.md"]
     assert "warning: 1 relevant path(s) are no rule of this index" in format_report(report)
+
+
+def _with_and_without_named_files(
+    index: Index, queries: list[LabeledQuery], rules: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report as shipped, and with files named in the task text ignored."""
+    from ruledex.reader import query
+
+    named = evaluate(index, queries, rules_dir=rules)
+    monkeypatch.setattr(query, "named_files", lambda task, given=(): ())
+    ignored = evaluate(index, queries, rules_dir=rules)
+    return named, ignored
+
+
+def test_files_named_in_the_task_help_on_fresh_bundled_tasks(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """60 tasks that each name a file, written and graded blind to the reader: measured, not tuned on."""
+    queries = load_queries(REPO / "tests" / "data" / "named_bundled.jsonl")
+    assert len(queries) == 60
+    assert all((RULES / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    named, ignored = _with_and_without_named_files(index, queries, RULES, monkeypatch)
+    assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.833 -> 0.867"
+    assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.922 -> 0.915"
+    assert named["ruledex"]["ndcg@10"] > named["bm25"]["ndcg@10"], "measured 0.915 vs 0.854"
+
+
+def test_files_named_in_the_task_help_on_fresh_cursor_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruledex.builder.build import build
+
+    from .conftest import SHARED
+
+    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
+    if not corpus.is_dir():
+        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
+    queries = load_queries(REPO / "tests" / "data" / "named_cursorrules.jsonl")
+    assert len(queries) == 60
+    assert all((corpus / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
+        named, ignored = _with_and_without_named_files(index, queries, corpus, monkeypatch)
+    assert named["ruledex"]["ndcg@10"] > ignored["ruledex"]["ndcg@10"] + 0.02, "measured 0.833 -> 0.874"
+    assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.750 -> 0.783"
