@@ -146,12 +146,13 @@ class Index:
     def encoder(self) -> Encoder:
         """The query encoder over the stored token matrix and tokenizer (built on first use)."""
         params = EncoderParams.from_manifest(self.manifest["model"])
-        return Encoder.from_json(
-            self.artifact.section_bytes("tokenizer").decode("utf-8"),
-            self.artifact.section("token_vectors"),
-            self.artifact.section("token_scales"),
-            params,
-        )
+        try:
+            tokenizer = self.artifact.section_bytes("tokenizer").decode("utf-8")
+            return Encoder.from_json(
+                tokenizer, self.artifact.section("token_vectors"), self.artifact.section("token_scales"), params
+            )
+        except Exception as exc:  # the tokenizers library raises a bare Exception on damaged JSON
+            raise self._damaged("tokenizer", exc) from None
 
     def cosines(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """Calibrated cosines (float32) of unit ``rows`` with a unit task ``vector`` (see ``EncoderParams``).
@@ -165,8 +166,17 @@ class Index:
     @cached_property
     def detect_terms(self) -> dict[str, dict[str, frozenset[str]]]:
         """Layer and topic terms the builder learnt from the rules (as sets: detection intersects them)."""
-        raw = msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
-        return {kind: {name: frozenset(terms) for name, terms in table.items()} for kind, table in raw.items()}
+        try:
+            raw = msgpack.unpackb(self.artifact.section_bytes("detect_terms"), raw=False)
+            return {kind: {name: frozenset(terms) for name, terms in table.items()} for kind, table in raw.items()}
+        except (ValueError, TypeError, AttributeError, msgpack.exceptions.ExtraData) as exc:
+            raise self._damaged("detect_terms", exc) from None
+
+    def _damaged(self, section: str, exc: Exception) -> ArtifactError:
+        """The error for a section that cannot be read: the file is damaged, not the request."""
+        return ArtifactError(
+            str(self.path), section, f"cannot be read ({exc}); the file is damaged: run `ruledex verify` and rebuild it"
+        )
 
     @cached_property
     def bm25_norm(self) -> np.ndarray:
@@ -206,9 +216,7 @@ class Index:
         try:
             return msgpack.unpackb(blob[start:end].tobytes(), raw=False)
         except (ValueError, msgpack.exceptions.ExtraData) as exc:
-            raise ArtifactError(
-                str(self.path), section, f"record {i} cannot be decoded ({exc}); rebuild the index"
-            ) from None
+            raise self._damaged(section, ValueError(f"record {i}: {exc}")) from None
 
     def rule(self, i: int) -> RuleRecord:
         """Rule record ``i``, decoded on first access."""

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -166,3 +167,34 @@ def test_cli_suffix_matches_the_format() -> None:
     from ruledex.reader import cli
 
     assert cli.SUFFIX == fmt.SUFFIX
+
+
+def _damage_section(src: Path, dst: Path, section: str, at: float, make: Callable[[int], int]) -> None:
+    """Rewrite one byte ``at`` a fraction of ``section`` with ``make(old byte)``: the header stays valid."""
+    data = bytearray(src.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    entry = json.loads(data[24 : 24 + length])["sections"][section]
+    start = (24 + length + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN + entry["offset"]
+    where = start + int(entry["nbytes"] * at)
+    data[where] = make(data[where])
+    dst.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("section", "make"),
+    [
+        ("tokenizer", lambda old: 0xFF),  # not UTF-8
+        ("tokenizer", lambda old: ord("~") if old != ord("~") else ord("!")),  # UTF-8, not the JSON it was
+        ("detect_terms", lambda old: 0xC1),  # a byte msgpack never writes
+    ],
+)
+def test_a_section_damaged_after_open_names_the_file_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, section: str, make: Callable[[int], int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only `serve` and `verify` check every checksum; a one-shot query still says what is wrong."""
+    bad = tmp_path / "damaged.ruledex"
+    _damage_section(bundled_index, bad, section, 0.0 if section == "detect_terms" else 0.5, make)
+    assert main(["query", "Add an endpoint", "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"ruledex: error: {bad} [{section}]: cannot be read") and "Traceback" not in err
+    assert "ruledex verify" in err
