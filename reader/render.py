@@ -25,6 +25,10 @@ from .text import count_tokens
 from .vocab import SEVERITIES
 
 GUARANTEED_MUST = 3
+MAX_SHOWN_WORDS = 150
+"""A directive longer than this is shortened in the block (its rule keeps the whole text): one
+pasted essay must not take a whole token budget, guaranteed MUST or not. The bundled rules' longest
+directive has 37 words, the public Cursor corpus's 60."""
 MIN_SHOWN = 3
 """The first this many ranked directives are never left out for relevance (``min_scores``)."""
 
@@ -64,6 +68,9 @@ def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool, today: str = "
     """The markdown for one directive (one line, plus an optional rationale line)."""
     d = item.directive
     text = d.text.replace("\n", " ").strip()
+    words = text.split()
+    if len(words) > MAX_SHOWN_WORDS:
+        text = " ".join(words[:MAX_SHOWN_WORDS]) + f" … _(shortened from {len(words)} words: see the rule)_"
     where = f" — _{breadcrumb(item)}_" if breadcrumbs else ""
     stale = f" _(stale: review was due {item.rule.expires})_" if today and is_stale(item, today) else ""
     line = f"- **{d.severity}** {text}{where} `[{d.id}]`{stale}"
