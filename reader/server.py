@@ -26,6 +26,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from mcp.types import Resource as MCPResource
 from pydantic import Field, ValidationError
@@ -324,6 +325,8 @@ class RuledexServer(MCPServer):
         )
         self.holder = holder
         self.query_log = query_log
+        self.http_security: TransportSecurityMiddleware | None = None
+        """Set when serving Streamable HTTP on loopback (:func:`http_security`)."""
         self.rule_tools = RuleTools(holder, layers)
         self._schemas: dict[str, dict[str, Any]] = {}
         for name in TOOL_NAMES:
@@ -354,6 +357,10 @@ class RuledexServer(MCPServer):
         self.custom_route("/healthz", methods=["GET"])(self._healthz)
 
     async def _healthz(self, request: Request) -> Response:
+        if self.http_security is not None:  # the check the SDK gives /mcp: custom routes are not behind it
+            refused = await self.http_security.validate_request(request)
+            if refused is not None:
+                return refused
         return JSONResponse({"status": "ok", "index": tools.index_info(self.holder.index)})
 
     async def list_resources(self) -> list[MCPResource]:
@@ -461,11 +468,30 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def http_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection when serving on loopback (the SDK's own defaults).
+
+    A web page's script may reach 127.0.0.1, so a foreign ``Host`` or ``Origin`` is refused, on every route.
+    """
+    if host not in LOOPBACK_HOSTS:
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
 async def _serve_http(server: RuledexServer, sock: socket.socket) -> None:
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    app = server.streamable_http_app(host=host)
+    security = http_security(host)
+    server.http_security = TransportSecurityMiddleware(security) if security is not None else None
+    app = server.streamable_http_app(host=host, transport_security=security)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=3)
     await uvicorn.Server(config).serve(sockets=[sock])
 

@@ -207,6 +207,12 @@ def test_http_end_to_end(http_server: str) -> None:
         urllib.request.urlopen(rebinding, timeout=10)
     assert refused.value.code in (400, 403, 421)
     refused.value.close()
+    health = http_server.removesuffix("/mcp") + "/healthz"
+    for header in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(health, headers=header), timeout=10)
+        assert refused.value.code in (403, 421), "the health check names the index: same rule as /mcp"
+        refused.value.close()
 
 
 def test_http_concurrent_clients_get_the_single_client_answers(http_server: str) -> None:
