@@ -123,7 +123,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
     files = parse_files(args.files) if args.files else ()  # the checks query and the MCP tools apply
-    files += named_files(args.text, files)
+    named = named_files(args.text, files)
+    files += named
     paths = path_evidence(files) if files else None
     if _has_index(args.index):
         from .query import check_mode, detect_in_index
@@ -134,9 +135,14 @@ def cmd_detect(args: argparse.Namespace) -> int:
         from .detect import detect
 
         found = merge(detect(args.text, args.mode, paths=paths), answer).to_dict()
+    found["notes"] = [f"files named in the text, read as edited files: {', '.join(named)}"] if named else []
+    if llm is not None and answer is None:  # as query's notes say; the reason is on the ruledex.llm logger
+        found["notes"].append(f"local model at {llm.url} gave no usable answer; used the built-in detector")
     if args.json:
         _print_json(found)
     else:
+        for note in found["notes"]:
+            print(f"ruledex: note: {note}", file=sys.stderr)
         print(f"layer:        {found['detectedLayer'] or '(none)'}  (confidence {found['confidence']})")
         print(f"topics:       {', '.join(found['topics']) or '(none)'}")
         print(f"technologies: {', '.join(found['technologies']) or '(none)'}")

@@ -447,3 +447,22 @@ def test_end_to_end_merge_with_the_real_detector(stub: tuple[str, Script]) -> No
     assert merged.layer == "4-Persistence"
     assert (merged.keywords, merged.layer_scores) == (det.keywords, det.layer_scores)
     assert merge(det, llm_detect("Speed up the monthly report", config(f"http://127.0.0.1:{closed_port()}"))) == det
+
+
+def test_detect_cli_says_when_the_model_gave_nothing_usable(
+    stub: tuple[str, Script], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed reply falls back silently inside a query, but the command says so."""
+    from ruledex.reader.cli import main
+
+    url, script = stub
+    script.content = "not json"
+    argv = ["detect", "Speed up the monthly report", "--llm-url", url, "--llm-model", "tiny"]
+    assert main([*argv, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes == [f"local model at {url} gave no usable answer; used the built-in detector"]
+    assert main(argv) == 0
+    assert "gave no usable answer" in capsys.readouterr().err
+    script.content = json.dumps(GOOD)
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []
