@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from ruledex.reader.cli import Once
 from ruledex.reader.errors import ConfigError
 
 BUILD_EXTRA = "pip install 'ruledex[build]'  (from a source checkout: pip install -e '.[build]')"
@@ -95,7 +96,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", required=True, choices=["agents-md", "cursor", "copilot"], help="output format")
     p.add_argument("--out", required=True, help="folder to write into (e.g. the repository root)")
-    p.add_argument("--index", help="index file (default: the newest *.ruledex in ./dist)")
+    p.add_argument("--index", action=Once, help="index file (default: the newest *.ruledex in ./dist)")
     p.add_argument("--task", help="export only the directives selected for this task")
     p.add_argument("--max-items", type=int, default=8, help="with --task: directives to select, 3-12 (default: 8)")
     p.add_argument(

@@ -369,9 +369,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class Once(argparse.Action):
+    """An option that may be given once: a second value is an error, not silently the one used."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        """Store the value; refuse a second one."""
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option}: given twice; this command reads one index (query and serve layer several)")
+        setattr(namespace, self.dest, values)
+
+
 def _add_index(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--index", help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)"
+        "--index",
+        action=Once,
+        help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)",
     )
 
 
@@ -517,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", metavar="PATH", help="check a git ref of this repository instead of a folder")
     p.add_argument("--ref", metavar="REF", help="branch, tag or commit to check (reads the commit's tree)")
     p.add_argument("--path", metavar="SUBDIR", help="rules folder inside the tree (default: rules/ when present)")
-    p.add_argument("--index", help="check examples against this index instead of building one")
+    p.add_argument("--index", action=Once, help="check examples against this index instead of building one")
     p.add_argument("--strict", action="store_true", help="expired rules and example misses are errors")
     p.add_argument(
         "--format",

@@ -210,3 +210,15 @@ def test_verify_json_reports_a_failure_on_stdout_too(
     assert verdict["ok"] is False and verdict["section"] and "checksum mismatch" in verdict["error"]
     code, out, _ = run(["verify", str(bundled_index), "--json"], capsys)
     assert code == 0 and json.loads(out)["ok"] is True
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "core"], ["detect", "hi"], ["export", "--format", "cursor"]])
+def test_commands_of_one_index_refuse_a_second(
+    command: list[str], bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only query and serve layer several indexes; elsewhere a second --index must not win silently."""
+    out = ["--out", str(tmp_path)] if command[0] == "export" else []
+    with pytest.raises(SystemExit) as done:
+        main([*command, *out, "--index", str(bundled_index), "--index", str(bundled_index)])
+    assert done.value.code == 2
+    assert "--index: given twice; this command reads one index" in capsys.readouterr().err
