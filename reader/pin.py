@@ -481,7 +481,7 @@ def resolve(
     if not pin.is_url:
         path = Path(pin.source)
         path = path if path.is_absolute() else Path(config_dir) / path
-        verify_pinned(path, pin.sha256, origin=origin, source=pin.source)
+        verify_pinned(path, pin.sha256, origin=origin, source=str(path))  # the hint works from any folder
         return path
     final = cached_path(pin.sha256)
     if final.exists():
