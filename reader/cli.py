@@ -70,6 +70,21 @@ def _print_json(value: object) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+QUERY_FLAGS = {
+    "taskDescription": "TASK",
+    "options.topicsBias": "--topic",
+    "options.severityFilter": "--severity",
+    "options.layer": "--layer",
+    "options.files": "--files",
+}
+"""The MCP tool's field names, as the command's own flags: errors name what the user typed."""
+
+
+def _as_flags(message: str) -> str:
+    field, sep, rest = message.partition(":")
+    return f"{QUERY_FLAGS[field]}{sep}{rest}" if field in QUERY_FLAGS else message
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
     from .options import clamp_notes
@@ -100,6 +115,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     indexes = [Index(p) for p in paths]
     try:
         result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
+    except ValueError as exc:
+        raise ValueError(_as_flags(str(exc))) from None
     finally:
         for index in indexes:
             index.close()

@@ -92,7 +92,7 @@ def test_usage_errors_exit_2(bundled_index: Path, capsys: pytest.CaptureFixture[
         main(["query", "x", "--mode", "dance"])
     assert caught.value.code == 2
     code, _, err = run(["query", "x", "--index", str(bundled_index), "--severity", "OFTEN"], capsys)
-    assert code == 2 and "severityFilter" in err and "MUST, SHOULD, MAY" in err
+    assert code == 2 and "--severity: unknown value" in err and "MUST, SHOULD, MAY" in err
 
 
 def test_missing_index_is_a_failure_with_a_remedy(
@@ -222,3 +222,22 @@ def test_commands_of_one_index_refuse_a_second(
         main([*command, *out, "--index", str(bundled_index), "--index", str(bundled_index)])
     assert done.value.code == 2
     assert "--index: given twice; this command reads one index" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--topic", "foo"], "--topic: unknown value 'foo'"),
+        (["--layer", "9-Foo"], "--layer: unknown value '9-Foo'"),
+        (["--severity", "X"], "--severity: unknown value 'X'"),
+    ],
+)
+def test_query_errors_name_the_flags_typed(
+    flags: list[str], message: str, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The MCP tool says options.topicsBias; the command line says --topic."""
+    assert main(["query", "Add an endpoint", "--index", str(bundled_index), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ruledex: error: {message}") and "options." not in err
+    assert main(["query", " ", "--index", str(bundled_index)]) == 2
+    assert capsys.readouterr().err.startswith("ruledex: error: TASK: must be a non-empty string")
