@@ -188,16 +188,23 @@ _SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
 """Technologies with a symbol, a dot or a space (c#, node.js, react native): found in the text as written."""
 
 
-LETTER_NAMES: dict[str, re.Pattern[str]] = {"r": re.compile(r"(?<![\w./&'-])R(?![\w/&'-])")}
-"""Languages named by one letter, which the word tokenizer drops: only a capital standing alone
-names them ("our R scripts", a guide titled "R"), not "R&D" or "r u sure"."""
+WRITTEN_NAMES: dict[str, re.Pattern[str]] = {
+    "r": re.compile(r"(?<![\w./&'-])R(?![\w/&'-])"),
+    "typescript": re.compile(r"(?<![\w./&'-])TS(?![\w/&'-])"),
+    "javascript": re.compile(r"(?<![\w./&'-])JS(?![\w/&'-])"),
+    "dotnet": re.compile(r"(?<![\w.])\.NET\b"),
+    "nestjs": re.compile(r"(?<![.!?]\s)(?<=\s)Nest(?![\w/&'-])"),
+}
+"""Names found only as written, case and all: one letter, which the word tokenizer drops ("our R
+scripts", not "R&D" or "r u sure"); short forms ("a TS type", "the JS bundle", "the .NET API", "our
+Nest app", but not "ts" or "nest the routes" or a sentence that opens with "Nest")."""
 
 
 def named_technologies(text: str, words: Iterable[str]) -> tuple[str, ...]:
     """The technologies ``text`` (whose lower-cased ``words`` are given) names, in :data:`TECHNOLOGIES` order."""
     lowered = text.lower()
     found = {w for w in words if w in _RANK} | {t for t in _SYMBOLS if t in lowered}
-    found |= {name for name, pattern in LETTER_NAMES.items() if pattern.search(text)}
+    found |= {name for name, pattern in WRITTEN_NAMES.items() if pattern.search(text)}
     if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
         found = _as_names(found, text)
     return tuple(sorted(found, key=_RANK.__getitem__))

@@ -97,3 +97,20 @@ def test_a_task_with_no_telling_word_gets_no_layer_from_the_rules_that_match_it_
 def test_a_one_letter_language_is_named_only_as_a_capital_standing_alone(text: str, named: tuple[str, ...]) -> None:
     """The word tokenizer drops one-letter words, so R needs its own pattern; its guide then has a stack."""
     assert detect(text).technologies == named
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("model the payment status in TS as a discriminated union", ("typescript",)),
+        ("the main JS bundle is 4 MB", ("javascript",)),
+        ("add an endpoint to the .NET API", ("dotnet",)),
+        ("getRepository throws in our Nest app", ("nestjs",)),
+        ("Nest the routes under one prefix", ()),  # a sentence opening with the verb
+        ("the ts-node script and the js file", ()),
+        ("mirror it to example.net", ()),
+    ],
+)
+def test_short_forms_are_named_only_as_written(text: str, named: tuple[str, ...]) -> None:
+    """TS, JS, .NET and Nest name their technology in the case developers write them, not as words."""
+    assert detect(text).technologies == named
