@@ -87,8 +87,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Write the rules of an index back out for assistants that read files: agents-md "
         "(AGENTS.md), cursor (.cursor/rules/*.mdc with globs) or copilot (.github/instructions/*.instructions.md "
         "with applyTo). With --task, only the directives `ruledex query` selects for that task. All files "
-        "together stay within --max-bytes: MUST directives are kept first, and whatever is left out is listed "
-        "on stderr and in a comment at the end of the file. Files not written by ruledex export are never "
+        "together stay within --max-bytes: MUST directives are kept first; what is left out is counted on stderr "
+        "and in a one-line comment at the end of each file that lost some, and --json lists its ids. Files not written by ruledex export are never "
         "replaced without --force.",
         epilog="Example: ruledex export --format agents-md --out . --max-bytes 16384",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -209,15 +209,13 @@ def run_export(args: argparse.Namespace) -> int:
         )
     if result.omitted:
         counts = ", ".join(f"{n} {s}" for s, n in result.severities_omitted.items() if n)
+        rules = f" and {len(result.omitted_rules)} whole rule(s)" if result.omitted_rules else ""
+        ids = "" if args.json else "; --json lists their ids"
         print(
-            f"ruledex export: left out {len(result.omitted)} directive(s) ({counts}) to stay within "
-            f"--max-bytes {result.max_bytes}:",
+            f"ruledex export: left out {len(result.omitted)} directive(s) ({counts}){rules} to stay within "
+            f"--max-bytes {result.max_bytes}{ids}",
             file=sys.stderr,
         )
-        for directive_id in result.omitted:
-            print(f"  {directive_id}", file=sys.stderr)
-        if result.omitted_rules:
-            print(f"  whole rules left out: {', '.join(result.omitted_rules)}", file=sys.stderr)
     return 0
 
 

@@ -164,12 +164,28 @@ def test_export_agents_md_within_budget_and_says_what_was_left_out(
     assert len(text.encode()) <= budget
     assert GENERATED_MARK in text.splitlines()[0]
     assert "of 6000 bytes" in stdout
-    left_out = [line.strip() for line in err.splitlines()[1:] if line.startswith("  ") and "whole rules" not in line]
+    budget_arg = ["--max-bytes", str(budget)]
+    code, stdout, _ = run(
+        [
+            "export",
+            "--format",
+            "agents-md",
+            "--index",
+            str(bundled_index),
+            "--out",
+            str(tmp_path),
+            "--json",
+            *budget_arg,
+        ],
+        capsys,
+    )
+    left_out = json.loads(stdout)["omitted"]
     kept = [line for line in text.splitlines() if line.startswith("- **")]
     assert len(left_out) + len(kept) == total
-    assert f"left out {len(left_out)} directive(s)" in err
+    assert f"left out {len(left_out)} directive(s)" in err and "--json lists their ids" in err
+    assert len(err.splitlines()) == 1, "one summary line on stderr, not one line per id"
     trailer = text.rstrip().splitlines()[-1]
-    assert trailer.startswith("<!-- ruledex export: left out") and left_out[0] in trailer
+    assert trailer.startswith(f"<!-- ruledex export: left out {len(left_out)} of {total} directive(s)")
     # MUST directives are kept first; a short SHOULD or MAY may fill a gap no left-out MUST fits
     others = [line for line in kept if not line.startswith("- **MUST**")]
     assert len(others) <= 2 < len(kept) and all(len(line) < 160 for line in others)
@@ -309,3 +325,64 @@ def test_a_tight_budget_keeps_the_core_rules_and_a_little_of_every_rule(bundled_
     kept = set(tight.included)
     assert set(core_musts) <= kept, "the rules that always apply are kept first"
     assert len({rule_of[i] for i in kept}) >= 10, "many rules keep their first MUST"
+
+
+def _notes(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("<!-- ruledex export:")]
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+@pytest.mark.parametrize("budget", [1200, 3000, 9000, 20000])
+def test_every_format_stays_within_max_bytes(bundled_index: Path, tmp_path: Path, fmt: str, budget: int) -> None:
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, budget)
+        total = index.n_directives
+    written = write_export(result, tmp_path)
+    assert result.size == sum(p.stat().st_size for p in written) <= budget
+    assert len(result.included) + len(result.omitted) == total
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+def test_the_budget_goes_to_directives_not_to_lists_of_what_was_left_out(bundled_index: Path, fmt: str) -> None:
+    """QA: a 32 KiB Cursor export of the Cursor corpus kept 27 directives in 19,065 bytes, 9,850 of them
+    `<!-- left out ... -->` id lists. The notes are one short line each, and the budget is filled."""
+    budget = 9000
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, budget)
+        directive_ids = {d.id for r in range(index.n_rules) for d in index.directives_of(r)}
+    assert result.omitted
+    notes = [note for f in result.files for note in _notes(f.text)]
+    assert all(len(note.encode()) <= 100 for note in notes[:-1]) and len(notes[-1].encode()) <= 200, notes
+    assert not any(i in note for note in notes for i in directive_ids), "ids are for --json, not the files"
+    assert sum(len(note.encode()) + 2 for note in notes) <= 0.15 * result.size
+    assert result.size >= 0.95 * budget, "what the notes no longer take goes to directives"
+
+
+@pytest.mark.parametrize("fmt", ["cursor", "copilot"])
+def test_multi_file_notes_count_every_directive_left_out(bundled_index: Path, fmt: str) -> None:
+    """Nothing dropped silently: per-file counts plus the whole rules' directives add up to the summary."""
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, 6000)
+        size = {index.rule(r).id: len(index.directives_of(r)) for r in range(index.n_rules)}
+    per_file = [note for f in result.files[:-1] for note in _notes(f.text)] + _notes(result.files[-1].text)[:-1]
+    counted = sum(int(note.split("left out ")[1].split(" ")[0]) for note in per_file)
+    whole = sum(size[rule] for rule in result.omitted_rules)
+    summary = _notes(result.files[-1].text)[-1]
+    assert counted + whole == len(result.omitted)
+    assert f"left out {len(result.omitted)} of {sum(size.values())} directive(s)" in summary
+    assert f"and {len(result.omitted_rules)} whole rule(s)" in summary or not result.omitted_rules
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+def test_a_small_budget_keeps_the_first_must_of_every_rule_that_has_one(bundled_index: Path, fmt: str) -> None:
+    """docs/formats.md: within a severity, every rule's first directive of it before any rule's second
+    (by rank among the rule's MUSTs, not by where the MUST sits in the file)."""
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, 12000)
+        musts = {
+            index.rule(r).id: [d.id for d in index.directives_of(r) if d.severity == "MUST"]
+            for r in range(index.n_rules)
+        }
+    kept = set(result.included)
+    assert any(len(kept & set(ids)) >= 2 for ids in musts.values()), "the budget reaches second MUSTs"
+    assert all(ids[0] in kept for ids in musts.values() if ids)
