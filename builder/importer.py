@@ -5,8 +5,10 @@ one ruledex document: front matter with the inferred ``layers``, ``topics``,
 ``authoritative_for`` and ``when_to_apply``, and every directive as a ``[MUST]``/``[SHOULD]``/
 ``[MAY]`` list item under its section, with its rationale, code examples and a ``Layer:`` /
 ``Topics:`` line where it differs from the rule's, and the source's ``globs`` / ``always_apply``
-as real fields, so file-aware queries keep working. A comment at the top of the front matter says
-where the file came from and what was inferred, so a reviewer knows what to check.
+as real fields, so file-aware queries keep working. ``technologies`` and ``inferred`` (the fields
+guessed, not written) are fields too, so building the result gives the records, and the ranking,
+that building the source gives; a reviewer takes a name out of ``inferred`` once it is checked. A
+comment at the top of the front matter says where the file came from.
 
 Every output is checked with the strict parser before anything is written, so the result
 builds; files are written atomically, and an existing file is never replaced without ``force``.
@@ -81,11 +83,10 @@ def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[s
     lines = [
         "---",
         f"# Imported by `ruledex import` from {rule.path} ({rule.format}). Review before relying on it:",
-        f"# the severity of {inferred} of {len(directives)} directives was inferred from wording; "
-        f"{', '.join(rule.inferred) or 'nothing else'} inferred from the text.",
+        f"# the severity of {inferred} of {len(directives)} directives was inferred from wording, and the",
+        "# fields named in `inferred` from the text; take a field's name out of `inferred` once you have",
+        "# reviewed it (while `topics` is in it, the index ranks this rule as a foreign one).",
     ]
-    if rule.technologies:
-        lines.append(f"# technologies: {', '.join(rule.technologies)}")
     lines += [f"title: {_q(rule.title)}", f"layers: {_flow(rule.layers)}", f"topics: {_flow(rule.topics)}"]
     if rule.authoritative_for:
         lines.append(f"authoritative_for: {_flow(rule.authoritative_for)}")
@@ -100,6 +101,10 @@ def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[s
         lines.append(f"globs: {_flow(rule.globs)}")
     if rule.always_apply:
         lines.append("always_apply: true")
+    if rule.technologies:
+        lines.append(f"technologies: {_flow(rule.technologies)}")
+    if rule.inferred:
+        lines.append(f"inferred: {_flow(rule.inferred)}")
     return [*lines, "---", ""]
 
 
@@ -143,7 +148,8 @@ def render_ruledex(doc: ParsedDocument) -> str:
     for d in doc.directives:
         groups.setdefault(d.section, []).append(d)
     previous: tuple[str, ...] = ()
-    for section in sorted(groups, key=lambda s: (len(s) > 0, list(groups).index(s))):
+    top = [()] if () in groups else []
+    for section in dict.fromkeys([*top, *rule.sections, *groups]):  # headings without directives too
         common = 0
         while common < min(len(section), len(previous)) and section[common] == previous[common]:
             common += 1
@@ -151,9 +157,10 @@ def render_ruledex(doc: ParsedDocument) -> str:
             common -= 1  # back to a parent section: repeat its heading
         for depth in range(common, len(section)):
             lines += [f"{'#' * min(6, depth + 2)} {' '.join(section[depth].split())}", ""]
-        for d in groups[section]:
+        for d in groups.get(section, []):
             lines.extend(_item(d, rule))
-        lines.append("")
+        if section in groups:
+            lines.append("")
         previous = section
     return "\n".join(lines).rstrip("\n") + "\n"
 

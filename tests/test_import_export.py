@@ -15,7 +15,7 @@ from ruledex.builder.importer import import_rules, plan_import
 from ruledex.builder.parse import parse_document
 from ruledex.builder.source import read_sources
 from ruledex.reader.cli import main
-from ruledex.reader.errors import ConfigError
+from ruledex.reader.errors import ConfigError, RuleErrors
 from ruledex.reader.export import GENERATED_MARK, export_index, write_export
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
@@ -386,3 +386,29 @@ def test_a_small_budget_keeps_the_first_must_of_every_rule_that_has_one(bundled_
     kept = set(result.included)
     assert any(len(kept & set(ids)) >= 2 for ids in musts.values()), "the budget reaches second MUSTs"
     assert all(ids[0] in kept for ids in musts.values() if ids)
+
+
+def test_imported_metadata_is_read_back_as_inferred_until_a_reviewer_takes_it_out(tmp_path: Path) -> None:
+    """What import guessed stays marked as guessed through a build (technologies too); a reviewed field
+    (its name taken out of `inferred`) counts as the author's."""
+    from ruledex.builder.keywords import written_text
+    from ruledex.reader.format import RULE_DECLARED
+
+    source = write_rules(tmp_path / "src", {".cursor/rules/react.mdc": FOREIGN[".cursor/rules/react.mdc"]})
+    out = tmp_path / "rules"
+    (imported,) = import_rules(source, out).files
+    text = imported.text
+    assert 'technologies: ["react"]' in text and 'inferred: ["layers", "topics", "technologies"' in text
+    doc = parse_document(text, imported.target)
+    direct = parse_all(read_sources(source))[0][0]
+    assert (doc.rule.technologies, doc.rule.inferred) == (direct.rule.technologies, direct.rule.inferred)
+    searched = written_text(text, imported.target)
+    assert "Layer:" in text and "Layer:" not in searched and "inferred" not in searched
+    with Index(build(out, tmp_path / "a.ruledex").path) as index:
+        assert index.declared_share == 0.0 and index.rule(0).technologies == ("react",)
+    (out / imported.target).write_text(text.replace('"topics", ', ""), encoding="utf-8")
+    with Index(build(out, tmp_path / "b.ruledex").path) as index:
+        assert index.rule_flags[0] & RULE_DECLARED and index.declared_share == 1.0
+    (out / imported.target).write_text(text.replace('inferred: ["', 'inferred: ["guessed", "'), encoding="utf-8")
+    with pytest.raises(RuleErrors, match=r"react.md:\d+: inferred: unknown field name 'guessed'; use one of"):
+        build(out, tmp_path / "c.ruledex")
