@@ -4,6 +4,7 @@ Cursor .mdc, Copilot instructions) within a stated byte budget."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from ruledex.builder.build import build, parse_all
 from ruledex.builder.importer import import_rules, plan_import
 from ruledex.builder.parse import parse_document
-from ruledex.builder.source import read_sources
+from ruledex.builder.source import SourceFile, path_format, read_sources, rule_files
 from ruledex.reader.cli import main
 from ruledex.reader.errors import ConfigError, RuleErrors
 from ruledex.reader.export import GENERATED_MARK, export_index, write_export
@@ -200,6 +201,12 @@ def test_export_budget_too_small_is_a_clear_failure(bundled_index: Path, tmp_pat
     assert not (tmp_path / "AGENTS.md").exists()
 
 
+def _read_back(root: Path) -> list[SourceFile]:
+    """Exported files as sources, past the marker that makes build skip them: does the format round-trip?"""
+    files = [p.relative_to(root).as_posix() for p in rule_files(root)]
+    return [SourceFile(rel, (root / rel).read_text(encoding="utf-8"), path_format(rel) or "markdown") for rel in files]
+
+
 def test_export_cursor_keeps_globs_and_reads_back(foreign_index: Path, tmp_path: Path) -> None:
     with Index(foreign_index) as index:
         result = export_index(index, "cursor")
@@ -210,7 +217,7 @@ def test_export_cursor_keeps_globs_and_reads_back(foreign_index: Path, tmp_path:
         "---\ndescription: React component rules\nglobs: **/*.tsx, **/*.jsx\nalwaysApply: false\n---\n"
     )
     assert "- **MUST** Always use function components." in react
-    again = {d.rule.path: d for d in parse_all(read_sources(tmp_path))[0]}
+    again = {d.rule.path: d for d in parse_all(_read_back(tmp_path))[0]}
     reread = again[".cursor/rules/react.mdc"]
     assert reread.rule.globs == ("**/*.tsx", "**/*.jsx")
     assert [d.severity for d in reread.directives] == ["MUST", "SHOULD", "SHOULD", "MUST", "SHOULD"]
@@ -227,7 +234,7 @@ def test_export_copilot_apply_to(foreign_index: Path, tmp_path: Path) -> None:
     assert sql.startswith('---\napplyTo: "**/*.sql"\n')
     api = (tmp_path / ".github/instructions/services-api-agents.instructions.md").read_text(encoding="utf-8")
     assert 'applyTo: "services/api/**"' in api
-    reread = {d.rule.path: d.rule for d in parse_all(read_sources(tmp_path))[0]}
+    reread = {d.rule.path: d.rule for d in parse_all(_read_back(tmp_path))[0]}
     assert reread[".github/instructions/sql.instructions.md"].globs == ("**/*.sql",)
 
 
@@ -412,3 +419,67 @@ def test_imported_metadata_is_read_back_as_inferred_until_a_reviewer_takes_it_ou
     (out / imported.target).write_text(text.replace('inferred: ["', 'inferred: ["guessed", "'), encoding="utf-8")
     with pytest.raises(RuleErrors, match=r"react.md:\d+: inferred: unknown field name 'guessed'; use one of"):
         build(out, tmp_path / "c.ruledex")
+
+
+HAND_WRITTEN = "# Team notes\n\n- Always run `make lint` before pushing.\n- Never commit `.env` files.\n"
+
+
+def _quick_start() -> list[list[str]]:
+    """The commands of docs/formats.md's first snippet, as written (comments dropped)."""
+    import re
+    import shlex
+
+    from .conftest import REPO
+
+    text = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, flags=re.S)
+    assert block, "docs/formats.md keeps its quick-start snippet"
+    return [shlex.split(line, comments=True)[1:] for line in block.group(1).splitlines() if line.strip()]
+
+
+def _directives(stdout: str) -> int:
+    return int(stdout.split(" sections, ")[1].split(" directives")[0])
+
+
+def test_the_formats_quick_start_works_as_written_and_does_not_feed_on_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: run literally, the snippet's export failed on the hand-written AGENTS.md (with --force it
+    replaced it), and each `ruledex build .` then read the export too: directives 16 -> 32 -> 63."""
+    repo = write_rules(
+        tmp_path / "repo", {k: v for k, v in FOREIGN.items() if k not in ("own.md", "rules/database.md")}
+    )
+    (repo / "AGENTS.md").write_text(HAND_WRITTEN, encoding="utf-8")
+    monkeypatch.chdir(repo)
+    commands = _quick_start()
+    assert [c[0] for c in commands] == ["build", "query", "import", "build", "export"]
+    counts = []
+    for argv in commands:
+        code, stdout, err = run(argv, capsys)
+        assert code == 0, (argv, err)
+        if argv[0] == "build":
+            counts.append(_directives(stdout))
+    assert counts[0] == counts[1] > 0, "the curated documents hold what the sources held"
+    assert (repo / "AGENTS.md").read_text(encoding="utf-8") == HAND_WRITTEN
+    exported = [p for p in repo.rglob("AGENTS.md") if GENERATED_MARK in p.read_text(encoding="utf-8")]
+    assert len(exported) == 1
+    # again, with the export inside the folders that are read: it is skipped, nothing grows
+    shutil.copy(exported[0], repo / "rules" / "AGENTS.md")
+    code, stdout, err = run(["import", ".", "--out", "rules/", "--force", "--json"], capsys)
+    assert code == 0 and sum("generated by ruledex export" in s for s in json.loads(stdout)["skipped"]) == 2
+    code, stdout, _ = run(["build", "rules/"], capsys)
+    assert _directives(stdout) == counts[1] and "skipped 1 file(s) generated by ruledex export" in stdout
+
+
+def test_build_and_check_skip_what_export_wrote_beside_the_sources(tmp_path: Path) -> None:
+    from ruledex.builder.check import check
+
+    source = write_rules(tmp_path / "src", FOREIGN)
+    first = build(source, tmp_path / "a.ruledex")
+    with Index(first.path) as index:
+        write_export(export_index(index, "agents-md"), source)
+        write_export(export_index(index, "cursor"), source / "sub")
+    again = build(source, tmp_path / "b.ruledex")
+    assert again.directives == first.directives and again.generated == 1 + first.rules
+    assert again.sha256 == first.sha256
+    assert not [f for f in check(source) if "AGENTS.md" in f.path or f.path.startswith("sub/")]
