@@ -19,7 +19,7 @@ from .embed import load_model
 from .gitsource import tree_sources
 from .lint import Finding, from_rule_error, lint
 from .parse import parse_document
-from .source import RULEDEX, read_sources, rules_folder
+from .source import RULEDEX, read_sources, rules_folder, split_generated
 
 EXAMPLE_DEPTH = 3
 
@@ -76,6 +76,7 @@ def check(
         sources = tree_sources(Path(repo or "."), ref or "HEAD", subpath)[0]
     else:
         sources = read_sources(rules_folder(rules_dir or "rules"))
+    sources = split_generated(sources)[0]  # ruledex export's output: not a source to lint
     findings: list[Finding] = []
     parsed = []
     seen: dict[str, str] = {}

@@ -244,6 +244,8 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         sections=tuple(sections),
         globs=meta.globs,
         always_apply=meta.always_apply,
+        technologies=meta.technologies,
+        inferred=meta.inferred,
     )
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ruledex.reader.export import GENERATED_MARK
 from ruledex.reader.records import blob_id
 
 RULE_SUFFIXES = (".md", ".mdc")
@@ -27,6 +28,11 @@ MAX_FOREIGN_BYTES = 256_000
 Every directive of a file shares its title and context, so a file this big (some 40,000 words,
 hundreds of directives) is a pasted manual rather than rules; split it by topic instead.
 """
+
+GENERATED_MARKER = f"<!-- {GENERATED_MARK}"
+"""How every file ``ruledex export`` writes opens its header comment (within :data:`GENERATED_HEAD` bytes)."""
+GENERATED_HEAD = 4096
+"""The export's header comment comes right after its front matter (description, globs ...), well within this."""
 
 RULEDEX = "ruledex"
 """The format name of ruledex's own rule documents (strict: their problems are errors)."""
@@ -54,6 +60,8 @@ class SourceFile:
 
     ``problem`` is set when the file could not be read (not UTF-8, too big, empty): for a ruledex
     document it becomes an error at ``path:line``, for a foreign file a warning and a skip.
+    ``generated`` marks a file ``ruledex export`` wrote (an index written back out, not a source):
+    build, check and import skip it, so exporting beside the sources does not feed the next build.
     """
 
     path: str
@@ -62,6 +70,7 @@ class SourceFile:
     problem: str = ""
     line: int = 1
     blob: str = ""
+    generated: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,8 @@ def source_from_bytes(rel: str, data: bytes) -> SourceFile:
     """A rule file from its bytes (working tree or git blob); problems recorded, never raised."""
     kind = path_format(rel) or "markdown"
     head = data[:16384].decode("utf-8", errors="replace")
+    if GENERATED_MARKER in head[:GENERATED_HEAD]:
+        return SourceFile(rel, "", kind, generated=True)
     fmt = RULEDEX if rel.lower().endswith(RULE_SUFFIXES) and looks_like_ruledex(head) else kind
     limit = MAX_RULE_BYTES if fmt == RULEDEX else MAX_FOREIGN_BYTES
     if len(data) > limit:
@@ -179,6 +190,11 @@ def source_from_bytes(rel: str, data: bytes) -> SourceFile:
     if fmt != RULEDEX and not text.strip("\ufeff \t\r\n"):
         return SourceFile(rel, "", fmt, "is empty")
     return SourceFile(rel, text, fmt, blob=blob_id(text))
+
+
+def split_generated(sources: list[SourceFile]) -> tuple[list[SourceFile], list[str]]:
+    """The sources to read, and the paths of the files ``ruledex export`` generated (skipped)."""
+    return [s for s in sources if not s.generated], [s.path for s in sources if s.generated]
 
 
 def rules_folder(rules_dir: Path | str | None) -> Path:

@@ -34,8 +34,12 @@ KNOWN_FIELDS = frozenset(
         "description",
         "globs",
         "always_apply",
+        "technologies",
+        "inferred",
     ]
 )
+INFERABLE = ("authoritative_for", "layers", "topics", "technologies", "when_to_apply")
+"""Rule fields ``inferred`` may name: what ``ruledex import`` guessed rather than an author wrote."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 
 
@@ -58,6 +62,8 @@ class RuleMeta:
     description: str
     globs: tuple[str, ...] = ()
     always_apply: bool = False
+    technologies: tuple[str, ...] = ()
+    inferred: tuple[str, ...] = ()
 
 
 def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
@@ -174,5 +180,15 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         description=str(fm.values.get("description") or "").strip(),
         globs=_strings(fm, path, "globs"),
         always_apply=_bool(fm, path, "always_apply"),
+        technologies=tuple(dict.fromkeys(t.lower() for t in _strings(fm, path, "technologies"))),
+        inferred=_inferred(fm, path),
     )
     return meta, warnings
+
+
+def _inferred(fm: FrontMatter, path: str) -> tuple[str, ...]:
+    """The ``inferred`` field: rule fields that were guessed (``ruledex import``), in :data:`INFERABLE` order."""
+    values = _strings(fm, path, "inferred")
+    for value in values:
+        _one_of(value, INFERABLE, path, fm.line_of("inferred"), "inferred", "field name")
+    return tuple(f for f in INFERABLE if f in values)

@@ -32,3 +32,16 @@ def test_rule_format_is_documented_with_a_complete_example() -> None:
     assert example, "CONTRIBUTING.md keeps its complete example"
     doc = parse_document(example.group(1), "security.md")
     assert [d.severity for d in doc.directives] == ["MUST", "SHOULD", "MUST", "MAY"]
+
+
+def test_every_front_matter_field_the_builder_accepts_is_in_the_field_table() -> None:
+    """``globs`` was accepted (and written by ``ruledex import``) but missing from the table."""
+    from ruledex.builder.validate import KNOWN_FIELDS
+
+    contributing = (REPO / "rules" / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    table = contributing.split("### Front matter fields", 1)[1].split("\n### ", 1)[0]
+    aliases = {"example_tasks"}  # named beside `examples` in the complete example
+    missing = sorted(f for f in KNOWN_FIELDS - aliases if f"`{f}`" not in table)
+    assert not missing, f"rules/CONTRIBUTING.md's field table does not list: {missing}"
+    formats = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert "no globs field" not in formats, "docs/formats.md: ruledex front matter has a `globs` field"

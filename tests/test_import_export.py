@@ -4,6 +4,7 @@ Cursor .mdc, Copilot instructions) within a stated byte budget."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,9 @@ import pytest
 from ruledex.builder.build import build, parse_all
 from ruledex.builder.importer import import_rules, plan_import
 from ruledex.builder.parse import parse_document
-from ruledex.builder.source import read_sources
+from ruledex.builder.source import SourceFile, path_format, read_sources, rule_files
 from ruledex.reader.cli import main
-from ruledex.reader.errors import ConfigError
+from ruledex.reader.errors import ConfigError, RuleErrors
 from ruledex.reader.export import GENERATED_MARK, export_index, write_export
 from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
@@ -164,12 +165,28 @@ def test_export_agents_md_within_budget_and_says_what_was_left_out(
     assert len(text.encode()) <= budget
     assert GENERATED_MARK in text.splitlines()[0]
     assert "of 6000 bytes" in stdout
-    left_out = [line.strip() for line in err.splitlines()[1:] if line.startswith("  ") and "whole rules" not in line]
+    budget_arg = ["--max-bytes", str(budget)]
+    code, stdout, _ = run(
+        [
+            "export",
+            "--format",
+            "agents-md",
+            "--index",
+            str(bundled_index),
+            "--out",
+            str(tmp_path),
+            "--json",
+            *budget_arg,
+        ],
+        capsys,
+    )
+    left_out = json.loads(stdout)["omitted"]
     kept = [line for line in text.splitlines() if line.startswith("- **")]
     assert len(left_out) + len(kept) == total
-    assert f"left out {len(left_out)} directive(s)" in err
+    assert f"left out {len(left_out)} directive(s)" in err and "--json lists their ids" in err
+    assert len(err.splitlines()) == 1, "one summary line on stderr, not one line per id"
     trailer = text.rstrip().splitlines()[-1]
-    assert trailer.startswith("<!-- ruledex export: left out") and left_out[0] in trailer
+    assert trailer.startswith(f"<!-- ruledex export: left out {len(left_out)} of {total} directive(s)")
     # MUST directives are kept first; a short SHOULD or MAY may fill a gap no left-out MUST fits
     others = [line for line in kept if not line.startswith("- **MUST**")]
     assert len(others) <= 2 < len(kept) and all(len(line) < 160 for line in others)
@@ -184,6 +201,12 @@ def test_export_budget_too_small_is_a_clear_failure(bundled_index: Path, tmp_pat
     assert not (tmp_path / "AGENTS.md").exists()
 
 
+def _read_back(root: Path) -> list[SourceFile]:
+    """Exported files as sources, past the marker that makes build skip them: does the format round-trip?"""
+    files = [p.relative_to(root).as_posix() for p in rule_files(root)]
+    return [SourceFile(rel, (root / rel).read_text(encoding="utf-8"), path_format(rel) or "markdown") for rel in files]
+
+
 def test_export_cursor_keeps_globs_and_reads_back(foreign_index: Path, tmp_path: Path) -> None:
     with Index(foreign_index) as index:
         result = export_index(index, "cursor")
@@ -194,7 +217,7 @@ def test_export_cursor_keeps_globs_and_reads_back(foreign_index: Path, tmp_path:
         "---\ndescription: React component rules\nglobs: **/*.tsx, **/*.jsx\nalwaysApply: false\n---\n"
     )
     assert "- **MUST** Always use function components." in react
-    again = {d.rule.path: d for d in parse_all(read_sources(tmp_path))[0]}
+    again = {d.rule.path: d for d in parse_all(_read_back(tmp_path))[0]}
     reread = again[".cursor/rules/react.mdc"]
     assert reread.rule.globs == ("**/*.tsx", "**/*.jsx")
     assert [d.severity for d in reread.directives] == ["MUST", "SHOULD", "SHOULD", "MUST", "SHOULD"]
@@ -211,7 +234,7 @@ def test_export_copilot_apply_to(foreign_index: Path, tmp_path: Path) -> None:
     assert sql.startswith('---\napplyTo: "**/*.sql"\n')
     api = (tmp_path / ".github/instructions/services-api-agents.instructions.md").read_text(encoding="utf-8")
     assert 'applyTo: "services/api/**"' in api
-    reread = {d.rule.path: d.rule for d in parse_all(read_sources(tmp_path))[0]}
+    reread = {d.rule.path: d.rule for d in parse_all(_read_back(tmp_path))[0]}
     assert reread[".github/instructions/sql.instructions.md"].globs == ("**/*.sql",)
 
 
@@ -309,3 +332,154 @@ def test_a_tight_budget_keeps_the_core_rules_and_a_little_of_every_rule(bundled_
     kept = set(tight.included)
     assert set(core_musts) <= kept, "the rules that always apply are kept first"
     assert len({rule_of[i] for i in kept}) >= 10, "many rules keep their first MUST"
+
+
+def _notes(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("<!-- ruledex export:")]
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+@pytest.mark.parametrize("budget", [1200, 3000, 9000, 20000])
+def test_every_format_stays_within_max_bytes(bundled_index: Path, tmp_path: Path, fmt: str, budget: int) -> None:
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, budget)
+        total = index.n_directives
+    written = write_export(result, tmp_path)
+    assert result.size == sum(p.stat().st_size for p in written) <= budget
+    assert len(result.included) + len(result.omitted) == total
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+def test_the_budget_goes_to_directives_not_to_lists_of_what_was_left_out(bundled_index: Path, fmt: str) -> None:
+    """QA: a 32 KiB Cursor export of the Cursor corpus kept 27 directives in 19,065 bytes, 9,850 of them
+    `<!-- left out ... -->` id lists. The notes are one short line each, and the budget is filled."""
+    budget = 9000
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, budget)
+        directive_ids = {d.id for r in range(index.n_rules) for d in index.directives_of(r)}
+    assert result.omitted
+    notes = [note for f in result.files for note in _notes(f.text)]
+    assert all(len(note.encode()) <= 100 for note in notes[:-1]) and len(notes[-1].encode()) <= 200, notes
+    assert not any(i in note for note in notes for i in directive_ids), "ids are for --json, not the files"
+    assert sum(len(note.encode()) + 2 for note in notes) <= 0.15 * result.size
+    assert result.size >= 0.95 * budget, "what the notes no longer take goes to directives"
+
+
+@pytest.mark.parametrize("fmt", ["cursor", "copilot"])
+def test_multi_file_notes_count_every_directive_left_out(bundled_index: Path, fmt: str) -> None:
+    """Nothing dropped silently: per-file counts plus the whole rules' directives add up to the summary."""
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, 6000)
+        size = {index.rule(r).id: len(index.directives_of(r)) for r in range(index.n_rules)}
+    per_file = [note for f in result.files[:-1] for note in _notes(f.text)] + _notes(result.files[-1].text)[:-1]
+    counted = sum(int(note.split("left out ")[1].split(" ")[0]) for note in per_file)
+    whole = sum(size[rule] for rule in result.omitted_rules)
+    summary = _notes(result.files[-1].text)[-1]
+    assert counted + whole == len(result.omitted)
+    assert f"left out {len(result.omitted)} of {sum(size.values())} directive(s)" in summary
+    assert f"and {len(result.omitted_rules)} whole rule(s)" in summary or not result.omitted_rules
+
+
+@pytest.mark.parametrize("fmt", ["agents-md", "cursor", "copilot"])
+def test_a_small_budget_keeps_the_first_must_of_every_rule_that_has_one(bundled_index: Path, fmt: str) -> None:
+    """docs/formats.md: within a severity, every rule's first directive of it before any rule's second
+    (by rank among the rule's MUSTs, not by where the MUST sits in the file)."""
+    with Index(bundled_index) as index:
+        result = export_index(index, fmt, 12000)
+        musts = {
+            index.rule(r).id: [d.id for d in index.directives_of(r) if d.severity == "MUST"]
+            for r in range(index.n_rules)
+        }
+    kept = set(result.included)
+    assert any(len(kept & set(ids)) >= 2 for ids in musts.values()), "the budget reaches second MUSTs"
+    assert all(ids[0] in kept for ids in musts.values() if ids)
+
+
+def test_imported_metadata_is_read_back_as_inferred_until_a_reviewer_takes_it_out(tmp_path: Path) -> None:
+    """What import guessed stays marked as guessed through a build (technologies too); a reviewed field
+    (its name taken out of `inferred`) counts as the author's."""
+    from ruledex.builder.keywords import written_text
+    from ruledex.reader.format import RULE_DECLARED
+
+    source = write_rules(tmp_path / "src", {".cursor/rules/react.mdc": FOREIGN[".cursor/rules/react.mdc"]})
+    out = tmp_path / "rules"
+    (imported,) = import_rules(source, out).files
+    text = imported.text
+    assert 'technologies: ["react"]' in text and 'inferred: ["layers", "topics", "technologies"' in text
+    doc = parse_document(text, imported.target)
+    direct = parse_all(read_sources(source))[0][0]
+    assert (doc.rule.technologies, doc.rule.inferred) == (direct.rule.technologies, direct.rule.inferred)
+    searched = written_text(text, imported.target)
+    assert "Layer:" in text and "Layer:" not in searched and "inferred" not in searched
+    with Index(build(out, tmp_path / "a.ruledex").path) as index:
+        assert index.declared_share == 0.0 and index.rule(0).technologies == ("react",)
+    (out / imported.target).write_text(text.replace('"topics", ', ""), encoding="utf-8")
+    with Index(build(out, tmp_path / "b.ruledex").path) as index:
+        assert index.rule_flags[0] & RULE_DECLARED and index.declared_share == 1.0
+    (out / imported.target).write_text(text.replace('inferred: ["', 'inferred: ["guessed", "'), encoding="utf-8")
+    with pytest.raises(RuleErrors, match=r"react.md:\d+: inferred: unknown field name 'guessed'; use one of"):
+        build(out, tmp_path / "c.ruledex")
+
+
+HAND_WRITTEN = "# Team notes\n\n- Always run `make lint` before pushing.\n- Never commit `.env` files.\n"
+
+
+def _quick_start() -> list[list[str]]:
+    """The commands of docs/formats.md's first snippet, as written (comments dropped)."""
+    import re
+    import shlex
+
+    from .conftest import REPO
+
+    text = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, flags=re.S)
+    assert block, "docs/formats.md keeps its quick-start snippet"
+    return [shlex.split(line, comments=True)[1:] for line in block.group(1).splitlines() if line.strip()]
+
+
+def _directives(stdout: str) -> int:
+    return int(stdout.split(" sections, ")[1].split(" directives")[0])
+
+
+def test_the_formats_quick_start_works_as_written_and_does_not_feed_on_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: run literally, the snippet's export failed on the hand-written AGENTS.md (with --force it
+    replaced it), and each `ruledex build .` then read the export too: directives 16 -> 32 -> 63."""
+    repo = write_rules(
+        tmp_path / "repo", {k: v for k, v in FOREIGN.items() if k not in ("own.md", "rules/database.md")}
+    )
+    (repo / "AGENTS.md").write_text(HAND_WRITTEN, encoding="utf-8")
+    monkeypatch.chdir(repo)
+    commands = _quick_start()
+    assert [c[0] for c in commands] == ["build", "query", "import", "build", "export"]
+    counts = []
+    for argv in commands:
+        code, stdout, err = run(argv, capsys)
+        assert code == 0, (argv, err)
+        if argv[0] == "build":
+            counts.append(_directives(stdout))
+    assert counts[0] == counts[1] > 0, "the curated documents hold what the sources held"
+    assert (repo / "AGENTS.md").read_text(encoding="utf-8") == HAND_WRITTEN
+    exported = [p for p in repo.rglob("AGENTS.md") if GENERATED_MARK in p.read_text(encoding="utf-8")]
+    assert len(exported) == 1
+    # again, with the export inside the folders that are read: it is skipped, nothing grows
+    shutil.copy(exported[0], repo / "rules" / "AGENTS.md")
+    code, stdout, err = run(["import", ".", "--out", "rules/", "--force", "--json"], capsys)
+    assert code == 0 and sum("generated by ruledex export" in s for s in json.loads(stdout)["skipped"]) == 2
+    code, stdout, _ = run(["build", "rules/"], capsys)
+    assert _directives(stdout) == counts[1] and "skipped 1 file(s) generated by ruledex export" in stdout
+
+
+def test_build_and_check_skip_what_export_wrote_beside_the_sources(tmp_path: Path) -> None:
+    from ruledex.builder.check import check
+
+    source = write_rules(tmp_path / "src", FOREIGN)
+    first = build(source, tmp_path / "a.ruledex")
+    with Index(first.path) as index:
+        write_export(export_index(index, "agents-md"), source)
+        write_export(export_index(index, "cursor"), source / "sub")
+    again = build(source, tmp_path / "b.ruledex")
+    assert again.directives == first.directives and again.generated == 1 + first.rules
+    assert again.sha256 == first.sha256
+    assert not [f for f in check(source) if "AGENTS.md" in f.path or f.path.startswith("sub/")]
