@@ -37,6 +37,7 @@ KNOWN_FIELDS = frozenset(
     ]
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,15 @@ def _date(fm: FrontMatter, path: str, key: str) -> str:
         return ""
     if isinstance(value, dt.date):
         return value.isoformat()
+    text = str(value).strip()
+    shaped = _DATE.match(text)
     try:
-        return dt.date.fromisoformat(str(value)).isoformat()
-    except ValueError:
-        raise RuleError(path, fm.line_of(key), key, f"{value!r} is not a date; write YYYY-MM-DD") from None
+        if shaped:  # YYYY-MM-DD that the YAML loader left as text: an impossible day or month
+            return dt.date(*map(int, shaped.groups())).isoformat()
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError as exc:
+        problem = f"not a real date ({text}: {exc})" if shaped else f"{value!r} is not a date"
+        raise RuleError(path, fm.line_of(key), key, f"{problem}; write YYYY-MM-DD") from None
 
 
 def _bool(fm: FrontMatter, path: str, key: str) -> bool:

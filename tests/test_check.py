@@ -108,3 +108,18 @@ def test_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     rules = write_rules(tmp_path / "rules", {"c.md": rule_doc("## R\n\n- Missing a marker here.", id="c")})
     assert main(["check", str(rules)]) == 1
     assert "1 error(s)" in capsys.readouterr().err
+
+
+def test_impossible_date_is_a_finding_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML reads 2026-13-45 as a timestamp and raised ValueError: no file, line or field, exit 2."""
+    rules = write_rules(
+        tmp_path / "rules", {"a.md": rule_doc("- [MUST] Validate every request body.", extra="reviewed: 2026-13-45\n")}
+    )
+    assert main(["check", str(rules)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "a.md:9:1: error: reviewed: not a real date (2026-13-45: month must be in 1..12); write YYYY-MM-DD [schema]"
+        in out
+    )
+    assert main(["build", str(rules), "--out", str(tmp_path / "x.ruledex")]) == 1
+    assert "a.md:9: reviewed: not a real date" in capsys.readouterr().err
