@@ -203,8 +203,25 @@ def authority_conflicts(rules: list[tuple[RuleRecord, str]]) -> list[Finding]:
     return out
 
 
+def contradicts(a: DirectiveRecord, b: DirectiveRecord, sim: float, terms_a: set[str], terms_b: set[str]) -> bool:
+    """Two MUST/SHOULD directives of opposite polarity about the same subject (close in meaning, shared keywords).
+
+    ``terms_*`` are each directive's keywords without polarity words.
+    """
+    return (
+        sim >= CONTRADICTION
+        and len(terms_a & terms_b) >= CONTRADICTION_OVERLAP * max(1, len(terms_a | terms_b))
+        and bool(_NEGATIVE.search(a.text)) != bool(_NEGATIVE.search(b.text))
+        and {a.severity, b.severity} <= {"MUST", "SHOULD"}
+    )
+
+
 def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encoder) -> list[Finding]:
-    """Exact and near duplicates across files, and likely contradictions (opposite polarity, same subject)."""
+    """Exact and near duplicates across files, and likely contradictions (opposite polarity, same subject).
+
+    Opposite instructions on one subject are close in meaning, often closer than the near-duplicate
+    threshold, so a pair is tested for contradiction before it can be called a near duplicate.
+    """
     if len(items) < 2:
         return []
     vectors = embed_texts(encoder, [d.text for d, _ in items])
@@ -226,6 +243,17 @@ def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encod
                     "duplicate",
                 )
             )
+        elif contradicts(a, b, sim, terms[i], terms[j]):
+            out.append(
+                Finding(
+                    path_b,
+                    b.line,
+                    1,
+                    "warning",
+                    f"may contradict {path_a}:{a.line} ({a.id}): same subject, opposite instruction",
+                    "contradiction",
+                )
+            )
         elif path_a != path_b and sim >= NEAR_DUPLICATE:
             out.append(
                 Finding(
@@ -235,22 +263,6 @@ def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encod
                     "warning",
                     f"says nearly the same as {path_a}:{a.line} ({a.id}, similarity {sim:.2f}); merge them",
                     "near-duplicate",
-                )
-            )
-        elif (
-            sim >= CONTRADICTION
-            and len(terms[i] & terms[j]) >= CONTRADICTION_OVERLAP * max(1, len(terms[i] | terms[j]))
-            and bool(_NEGATIVE.search(a.text)) != bool(_NEGATIVE.search(b.text))
-            and {a.severity, b.severity} <= {"MUST", "SHOULD"}
-        ):
-            out.append(
-                Finding(
-                    path_b,
-                    b.line,
-                    1,
-                    "warning",
-                    f"may contradict {path_a}:{a.line} ({a.id}): same subject, opposite instruction",
-                    "contradiction",
                 )
             )
     return out

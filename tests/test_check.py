@@ -123,3 +123,18 @@ def test_impossible_date_is_a_finding_not_a_crash(tmp_path: Path, capsys: pytest
     )
     assert main(["build", str(rules), "--out", str(tmp_path / "x.ruledex")]) == 1
     assert "a.md:9: reviewed: not a real date" in capsys.readouterr().err
+
+
+def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path: Path) -> None:
+    """Opposites on one subject are closer than the near-duplicate threshold; 'merge them' was wrong advice."""
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "a.md": rule_doc("## S\n\n- [MUST] Use tabs for indentation in every Python source file.", id="a"),
+            "b.md": rule_doc("## S\n\n- [MUST] Never use tabs for indentation in any Python source file.", id="b"),
+        },
+    )
+    found = _codes(check(rules, today=TODAY))
+    assert "near-duplicate" not in found
+    assert [(f.path, f.line) for f in found["contradiction"]] == [("b.md", 15)]
+    assert "a.md:15" in found["contradiction"][0].message
