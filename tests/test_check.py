@@ -138,3 +138,27 @@ def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path
     assert "near-duplicate" not in found
     assert [(f.path, f.line) for f in found["contradiction"]] == [("b.md", 15)]
     assert "a.md:15" in found["contradiction"][0].message
+
+
+def test_copies_give_one_finding_each_pointing_at_the_first(tmp_path: Path) -> None:
+    """One text in n files gave n*(n-1)/2 findings (54,947 for 334 pieces); now n-1, one per copy."""
+    text = "## S\n\n- [MUST] Validate every request body against an explicit schema at the API boundary."
+    rules = write_rules(tmp_path / "rules", {f"{name}.md": rule_doc(text, id=name) for name in "abcde"})
+    found = _codes(check(rules, today=TODAY))
+    assert [f.path for f in found["duplicate"]] == ["b.md", "c.md", "d.md", "e.md"]
+    assert all("a.md:15" in f.message and "one of 5 copies" in f.message for f in found["duplicate"])
+    assert "near-duplicate" not in found and "contradiction" not in found
+
+
+def test_near_duplicates_give_one_finding_per_directive(tmp_path: Path) -> None:
+    texts = {
+        "a": "Validate every request body against an explicit schema at the API boundary.",
+        "b": "Validate each request body against an explicit schema at the API boundary.",
+        "c": "Validate every request body against an explicit schema at the API boundaries.",
+    }
+    rules = write_rules(
+        tmp_path / "rules", {f"{k}.md": rule_doc(f"## S\n\n- [MUST] {v}", id=k) for k, v in texts.items()}
+    )
+    near = _codes(check(rules, today=TODAY))["near-duplicate"]
+    assert [f.path for f in near] == ["b.md", "c.md"]
+    assert "a.md:15" in near[1].message and "(and 1 more)" in near[1].message
