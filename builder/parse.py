@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import marko
 from marko import block
 
-from ruledex.reader.errors import RuleError
+from ruledex.reader.errors import RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug
 
@@ -171,12 +171,25 @@ def _parse_item(
     return severity, draft, inferred, line
 
 
+def _item_context(
+    draft: _DirectiveDraft, meta: RuleMeta, path: str, line: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A directive's layers and topics: its own ``Layer:``/``Topics:`` lines, else the rule's."""
+    layers = check_layers(_split_list(draft.layers), path, line, "Layer") if draft.layers else meta.layers
+    topics = check_topics(_split_list(draft.topics), path, line, "Topics") if draft.topics else meta.topics
+    return layers, topics
+
+
 def parse_document(text: str, path: str) -> ParsedDocument:
-    """Parse a rule document; ``path`` is relative to the rules root and used in ids and errors."""
+    """Parse a rule document; ``path`` is relative to the rules root and used in ids and errors.
+
+    Raises :class:`RuleError`, or :class:`RuleErrors` with every error when there are several: a
+    mistake in one field or directive does not hide the next (broken YAML stops at once).
+    """
     text = normalise_newlines(text)
     fm = frontmatter.split(text, path)
     path_id = rule_path_id(path)
-    meta, warnings = validate(fm, path, path_id)
+    meta, warnings, errors = validate(fm, path, path_id)
     body = fm.body
     lines = _Lines(body, fm.body_line)
     doc = marko.Markdown().parse(body)
@@ -203,14 +216,13 @@ def parse_document(text: str, path: str) -> ParsedDocument:
             for item in element.children:
                 if not isinstance(item, block.ListItem):
                     continue
-                severity, draft, inferred, line = _parse_item(item, body, lines, path, meta)
+                try:
+                    severity, draft, inferred, line = _parse_item(item, body, lines, path, meta)
+                    layers, topics = _item_context(draft, meta, path, line)
+                except RuleError as exc:  # report it with the others; the next item parses on its own
+                    errors.append(exc)
+                    continue
                 counters[section] = counters.get(section, 0) + 1
-                layers = meta.layers
-                topics = meta.topics
-                if draft.layers:
-                    layers = check_layers(_split_list(draft.layers), path, line, "Layer")
-                if draft.topics:
-                    topics = check_topics(_split_list(draft.topics), path, line, "Topics")
                 directives.append(
                     DirectiveRecord(
                         id=f"{path_id}#{anchor}-{counters[section]}",
@@ -245,6 +257,8 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         globs=meta.globs,
         always_apply=meta.always_apply,
     )
+    if errors:
+        raise errors[0] if len(errors) == 1 else RuleErrors(sorted(errors, key=lambda e: e.line))
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")
     return ParsedDocument(rule, directives, warnings)

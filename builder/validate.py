@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ruledex.reader.errors import RuleError
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SCOPES, SEVERITIES, TOPICS
@@ -37,6 +39,7 @@ KNOWN_FIELDS = frozenset(
     ]
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+T = TypeVar("T")
 _DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 
 
@@ -103,6 +106,13 @@ def _bool(fm: FrontMatter, path: str, key: str) -> bool:
     return value
 
 
+def _present(values: tuple[str, ...], missing: RuleError) -> tuple[str, ...]:
+    """``values`` when there are any, else raise ``missing``."""
+    if not values:
+        raise missing
+    return values
+
+
 def check_layers(values: tuple[str, ...], path: str, line: int, key: str) -> tuple[str, ...]:
     """Validate layer names (also used for per-directive overrides)."""
     for value in values:
@@ -126,43 +136,80 @@ def check_severity(value: str, path: str, line: int, key: str) -> str:
     return _one_of(value.strip().upper(), SEVERITIES, path, line, key, "severity")
 
 
-def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str]]:
-    """Validate front matter; return the normalised metadata and warnings (unknown fields)."""
+def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str], list[RuleError]]:
+    """Validate front matter; return the normalised metadata, warnings (unknown fields) and every error.
+
+    A field in error does not stop the others: it takes a harmless stand-in value (which never
+    reaches an index, as any error fails the document), so one run reports every mistake.
+    """
     warnings = [
         f"{path}:{fm.line_of(key)}: {key}: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md"
         for key in sorted(fm.values)
         if key not in KNOWN_FIELDS
     ]
+    errors: list[RuleError] = []
+
+    def field(check: Callable[[], T], stand_in: T) -> T:
+        try:
+            return check()
+        except RuleError as exc:
+            errors.append(exc)
+            return stand_in
+
     rule_id = str(fm.values.get("id") or default_id).strip()
     if not _ID.match(rule_id):
-        raise RuleError(
-            path, fm.line_of("id"), "id", f"{rule_id!r} is not a valid id; use letters, digits, '.', '_', '-' or '/'"
+        errors.append(
+            RuleError(
+                path,
+                fm.line_of("id"),
+                "id",
+                f"{rule_id!r} is not a valid id; use letters, digits, '.', '_', '-' or '/'",
+            )
         )
+        rule_id = default_id
     if "layer" in fm.values and "layers" in fm.values:
-        raise RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both")
+        errors.append(RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both"))
     layer_key = "layers" if "layers" in fm.values else "layer"
-    layers = check_layers(_strings(fm, path, layer_key), path, fm.line_of(layer_key), layer_key)
-    if not layers:
-        raise RuleError(
+    layers = field(
+        lambda: _present(
+            check_layers(_strings(fm, path, layer_key), path, fm.line_of(layer_key), layer_key),
+            RuleError(
+                path,
+                fm.line_of(layer_key),
+                "layers",
+                f"missing; add `layers: [...]` with one or more of {', '.join(LAYERS)}",
+            ),
+        ),
+        ("*",),
+    )
+    topics = field(
+        lambda: _present(
+            check_topics(_strings(fm, path, "topics"), path, fm.line_of("topics"), "topics"),
+            RuleError(path, fm.line_of("topics"), "topics", f"missing; add `topics: [...]` from {', '.join(TOPICS)}"),
+        ),
+        (),
+    )
+    authority = field(
+        lambda: check_topics(
+            _strings(fm, path, "authoritative_for"),
             path,
-            fm.line_of(layer_key),
-            "layers",
-            f"missing; add `layers: [...]` with one or more of {', '.join(LAYERS)}",
-        )
-    topics = check_topics(_strings(fm, path, "topics"), path, fm.line_of("topics"), "topics")
-    if not topics:
-        raise RuleError(path, fm.line_of("topics"), "topics", f"missing; add `topics: [...]` from {', '.join(TOPICS)}")
-    authority = check_topics(
-        _strings(fm, path, "authoritative_for"),
-        path,
-        fm.line_of("authoritative_for"),
-        "authoritative_for",
-        allow_core=True,
+            fm.line_of("authoritative_for"),
+            "authoritative_for",
+            allow_core=True,
+        ),
+        (),
     )
     severity = ""
-    if fm.values.get("severity") is not None:
-        severity = check_severity(str(fm.values["severity"]), path, fm.line_of("severity"), "severity")
-    scope = _one_of(str(fm.values.get("scope", "global")).strip(), SCOPES, path, fm.line_of("scope"), "scope", "scope")
+    if fm.values.get("severity") is not None:  # stand-in SHOULD: unmarked items are not errors on top of this one
+        severity = field(
+            lambda: check_severity(str(fm.values["severity"]), path, fm.line_of("severity"), "severity"), "SHOULD"
+        )
+    scope = field(
+        lambda: _one_of(
+            str(fm.values.get("scope", "global")).strip(), SCOPES, path, fm.line_of("scope"), "scope", "scope"
+        ),
+        "global",
+    )
     example_key = "examples" if "examples" in fm.values else "example_tasks"
     meta = RuleMeta(
         id=rule_id,
@@ -170,15 +217,15 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         layers=layers,
         topics=topics,
         authoritative_for=authority,
-        when_to_apply=_strings(fm, path, "when_to_apply"),
-        examples=_strings(fm, path, example_key),
+        when_to_apply=field(lambda: _strings(fm, path, "when_to_apply"), ()),
+        examples=field(lambda: _strings(fm, path, example_key), ()),
         severity=severity,
         scope=scope,
         version=str(fm.values.get("version") or "").strip(),
-        reviewed=_date(fm, path, "reviewed"),
-        expires=_date(fm, path, "expires"),
+        reviewed=field(lambda: _date(fm, path, "reviewed"), ""),
+        expires=field(lambda: _date(fm, path, "expires"), ""),
         description=str(fm.values.get("description") or "").strip(),
-        globs=_strings(fm, path, "globs"),
-        always_apply=_bool(fm, path, "always_apply"),
+        globs=field(lambda: _strings(fm, path, "globs"), ()),
+        always_apply=field(lambda: _bool(fm, path, "always_apply"), False),
     )
-    return meta, warnings
+    return meta, warnings, errors

@@ -162,3 +162,18 @@ def test_near_duplicates_give_one_finding_per_directive(tmp_path: Path) -> None:
     near = _codes(check(rules, today=TODAY))["near-duplicate"]
     assert [f.path for f in near] == ["b.md", "c.md"]
     assert "a.md:15" in near[1].message and "(and 1 more)" in near[1].message
+
+
+def test_check_reports_every_schema_error_of_a_file_in_one_run(tmp_path: Path) -> None:
+    bad = "---\nlayers: [9-Bad]\ntopics: [nope]\nscope: world\nexpires: 2026-02-30\nalways_apply: maybe\n---\n\n## S\n\n- [MUST] Do the thing right.\n"
+    rules = write_rules(
+        tmp_path / "rules", {"bad.md": bad, "ok.md": rule_doc("## S\n\n- [MUST] Validate every request body.")}
+    )
+    schema = _codes(check(rules, today=TODAY))["schema"]
+    assert [(f.path, f.line, f.message.split(":")[0]) for f in schema] == [
+        ("bad.md", 2, "layers"),
+        ("bad.md", 3, "topics"),
+        ("bad.md", 4, "scope"),
+        ("bad.md", 5, "expires"),
+        ("bad.md", 6, "always_apply"),
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ruledex.builder.parse import parse_document
-from ruledex.reader.errors import RuleError
+from ruledex.reader.errors import RuleError, RuleErrors
 
 from .conftest import rule_doc
 
@@ -126,3 +126,25 @@ def test_malformed_documents_name_file_line_and_field(text: str, line: int, fiel
 def test_unknown_field_is_a_warning_not_an_error() -> None:
     doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.", extra="colour: blue\n"), "s.md")
     assert any("colour: unknown field ignored" in w for w in doc.warnings)
+
+
+def test_every_schema_error_of_a_document_in_one_pass() -> None:
+    """A mistake in one field or directive used to hide the next: five mistakes took five runs."""
+    text = (
+        "---\nid: x\nlayers: [9-Bad]\ntopics: [nope]\nscope: world\nreviewed: 2026-13-45\nalways_apply: maybe\n"
+        "severity: SHUOLD\n---\n\n## S\n\n- [MUSTNT] Do it.\n- Unmarked items take the (broken) default.\n"
+        "- [MUST] Do that.\n  Layer: 9-Nope\n"
+    )
+    with pytest.raises(RuleErrors) as caught:
+        parse_document(text, "bad.md")
+    found = [(e.line, e.field) for e in caught.value.errors]
+    assert found == [
+        (3, "layers"),
+        (4, "topics"),
+        (5, "scope"),
+        (6, "reviewed"),
+        (7, "always_apply"),
+        (8, "severity"),
+        (13, "directive"),
+        (15, "Layer"),
+    ]
