@@ -20,6 +20,7 @@ from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug
 
 from . import frontmatter
+from .ids import rule_path_id
 from .validate import RuleMeta, check_layers, check_severity, check_topics, validate
 
 _MARKER = re.compile(r"^\[\s*([A-Za-z]+)\s*\]\s*")
@@ -60,11 +61,6 @@ class _Lines:
 def normalise_newlines(text: str) -> str:
     """CRLF/CR to LF and no BOM, so a file builds the same on every platform."""
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def rule_path_id(path: str) -> str:
-    """The path part of directive ids: the relative path without its extension, with '/'."""
-    return re.sub(r"\.(md|mdc|markdown)$", "", path.replace("\\", "/"), flags=re.IGNORECASE)
 
 
 def _raw(body: str, element: block.BlockElement) -> str:

@@ -16,6 +16,7 @@ from ruledex.reader.errors import RuleError
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SCOPES, SEVERITIES, TOPICS
 
 from .frontmatter import FrontMatter
+from .ids import VALID_ID
 
 KNOWN_FIELDS = frozenset(
     [
@@ -38,7 +39,6 @@ KNOWN_FIELDS = frozenset(
         "always_apply",
     ]
 )
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 T = TypeVar("T")
 _DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 
@@ -157,16 +157,13 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
             return stand_in
 
     rule_id = str(fm.values.get("id") or default_id).strip()
-    if not _ID.match(rule_id):
+    if not VALID_ID.match(rule_id):
+        written = bool(fm.values.get("id"))
+        problem = f"{rule_id!r} is not a valid id" if written else f"cannot make a valid id from the path ({rule_id!r})"
+        fix = "use" if written else "set `id:` in the front matter, with"
         errors.append(
-            RuleError(
-                path,
-                fm.line_of("id"),
-                "id",
-                f"{rule_id!r} is not a valid id; use letters, digits, '.', '_', '-' or '/'",
-            )
+            RuleError(path, fm.line_of("id"), "id", f"{problem}; {fix} letters, digits, '.', '_', '-' or '/'")
         )
-        rule_id = default_id
     if "layer" in fm.values and "layers" in fm.values:
         errors.append(RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both"))
     layer_key = "layers" if "layers" in fm.values else "layer"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ruledex.builder import frontmatter
 from ruledex.builder.parse import parse_document
+from ruledex.builder.validate import validate
 from ruledex.reader.errors import RuleError, RuleErrors
 
 from .conftest import rule_doc
@@ -148,3 +150,20 @@ def test_every_schema_error_of_a_document_in_one_pass() -> None:
         (13, "directive"),
         (15, "Layer"),
     ]
+
+
+def test_derived_id_of_a_path_with_spaces_or_accents_is_valid() -> None:
+    """rules/sub dir/x.md without id: failed with "'sub dir/x' is not a valid id" though no id was written."""
+    doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "sub dir/x.md")
+    assert doc.rule.id == "sub-dir/x" and doc.directives[0].id == "sub-dir/x#s-1"
+    assert parse_document(
+        rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "équipe/café.md"
+    ).rule.id == ("equipe/cafe")
+    ordinary = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "api/v1.2_x-y.md")
+    assert ordinary.rule.id == "api/v1.2_x-y"
+
+
+def test_an_id_that_cannot_be_derived_says_to_set_id() -> None:
+    fm = frontmatter.split("---\nlayers: ['*']\ntopics: [api]\n---\n", "x.md")
+    errors = validate(fm, "x.md", "-not valid-")[2]
+    assert [e.field for e in errors] == ["id"] and "set `id:` in the front matter" in errors[0].message
