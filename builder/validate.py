@@ -76,6 +76,21 @@ def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
     raise RuleError(path, fm.line_of(key), key, f"must be a string or a list of strings, got {type(value).__name__}")
 
 
+def _string(fm: FrontMatter, path: str, key: str) -> str:
+    """A single text value (a number or date is read as text); a list or mapping is an error."""
+    value = fm.values.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, dt.date)):
+        raise RuleError(
+            path,
+            fm.line_of(key),
+            key,
+            f"must be a string, got {type(value).__name__}; quote it if it starts with '[' or '{{' or holds ': '",
+        )
+    return str(value).strip()
+
+
 def _one_of(value: str, allowed: tuple[str, ...], path: str, line: int, key: str, what: str) -> str:
     if value not in allowed:
         raise RuleError(path, line, key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
@@ -156,7 +171,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
             errors.append(exc)
             return stand_in
 
-    rule_id = str(fm.values.get("id") or default_id).strip()
+    rule_id = field(lambda: _string(fm, path, "id"), "") or default_id
     if not VALID_ID.match(rule_id):
         written = bool(fm.values.get("id"))
         problem = f"{rule_id!r} is not a valid id" if written else f"cannot make a valid id from the path ({rule_id!r})"
@@ -196,6 +211,12 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         ),
         (),
     )
+    warnings.extend(
+        f"{path}:{fm.line_of('authoritative_for')}: authoritative_for: topic {topic!r} is not in this rule's "
+        "topics; add it to `topics` or drop it here (claim authority only for what the rule covers)"
+        for topic in authority
+        if topic != CORE_MARKER and topics and topic not in topics
+    )
     severity = ""
     if fm.values.get("severity") is not None:  # stand-in SHOULD: unmarked items are not errors on top of this one
         severity = field(
@@ -210,7 +231,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
     example_key = "examples" if "examples" in fm.values else "example_tasks"
     meta = RuleMeta(
         id=rule_id,
-        title=str(fm.values.get("title") or "").strip(),
+        title=field(lambda: _string(fm, path, "title"), ""),
         layers=layers,
         topics=topics,
         authoritative_for=authority,
@@ -218,10 +239,10 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         examples=field(lambda: _strings(fm, path, example_key), ()),
         severity=severity,
         scope=scope,
-        version=str(fm.values.get("version") or "").strip(),
+        version=field(lambda: _string(fm, path, "version"), ""),
         reviewed=field(lambda: _date(fm, path, "reviewed"), ""),
         expires=field(lambda: _date(fm, path, "expires"), ""),
-        description=str(fm.values.get("description") or "").strip(),
+        description=field(lambda: _string(fm, path, "description"), ""),
         globs=field(lambda: _strings(fm, path, "globs"), ()),
         always_apply=field(lambda: _bool(fm, path, "always_apply"), False),
     )

@@ -167,3 +167,21 @@ def test_an_id_that_cannot_be_derived_says_to_set_id() -> None:
     fm = frontmatter.split("---\nlayers: ['*']\ntopics: [api]\n---\n", "x.md")
     errors = validate(fm, "x.md", "-not valid-")[2]
     assert [e.field for e in errors] == ["id"] and "set `id:` in the front matter" in errors[0].message
+
+
+@pytest.mark.parametrize("key", ["title", "description", "version", "id"])
+def test_a_list_where_text_is_expected_is_an_error(key: str) -> None:
+    """`title: [x, y]` was accepted and shown as "['x', 'y']"."""
+    text = f"---\nlayers: ['*']\ntopics: [api]\n{key}: [x, y]\n---\n\n## S\n\n- [MUST] Do it.\n"
+    with pytest.raises(RuleError) as caught:
+        parse_document(text, "x.md")
+    assert (caught.value.line, caught.value.field) == (4, key) and "must be a string, got list" in caught.value.message
+
+
+def test_authority_outside_the_rules_topics_is_a_warning() -> None:
+    doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.", topics="[security]"), "s.md")
+    assert any(
+        w.startswith("s.md:6: authoritative_for: topic 'api' is not in this rule's topics") for w in doc.warnings
+    )
+    core = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("[api]\nwhen", '["*", api]\nwhen'), "c.md")
+    assert not [w for w in core.warnings if "authoritative_for" in w]
