@@ -38,6 +38,7 @@ from ruledex.reader.vocab import TOPICS
 from .blobs import js_to_markdown, json_to_markdown
 from .freeform import LineMap, Outline, read_markdown
 from .frontmatter import SAFE_LOADER
+from .ids import derive_id
 from .infer import (
     FALLBACK_TOPIC,
     authority_from_name,
@@ -196,13 +197,7 @@ def preferred_id(path: str) -> str:
     if name.lower() in ("agents", "claude", "claude.local", "copilot-instructions"):
         name = name.lower()
     parts[-1] = name
-    return slug_path("/".join(p.lstrip(".") for p in parts if p.lstrip(".")))
-
-
-def slug_path(text: str) -> str:
-    """Make a string a valid rule id (letters, digits, ``. _ / -``; starts alphanumeric)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._/-]+", "-", text).strip("-./_")
-    return cleaned or "rules"
+    return derive_id("/".join(p.lstrip(".") for p in parts if p.lstrip(".")))
 
 
 def assign_ids(paths: list[str], taken: set[str]) -> tuple[dict[str, str], list[str]]:
@@ -219,7 +214,7 @@ def assign_ids(paths: list[str], taken: set[str]) -> tuple[dict[str, str], list[
     for path in sorted(paths):
         rid = preferred_id(path)
         if rid in used or len(wanted[rid]) > 1:
-            fallback = slug_path(re.sub(r"\.", "-", path.lstrip(".")))
+            fallback = derive_id(re.sub(r"\.", "-", path.lstrip(".")))
             n, candidate = 2, fallback
             while candidate in used:
                 candidate, n = f"{fallback}-{n}", n + 1

@@ -118,8 +118,8 @@ def parse_all(
             continue
         try:
             doc = parse_document(source.text, source.path)
-        except RuleError as exc:
-            errors.append(exc)
+        except (RuleError, RuleErrors) as exc:
+            errors.extend(exc.errors)
             continue
         parsed.append(doc)
         warnings.extend(doc.warnings)

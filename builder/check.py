@@ -1,8 +1,9 @@
 """Run ``ruledex check`` on a rules folder: parse every file, lint, optionally test example tasks.
 
-The I/O edge around :mod:`.lint`: reads files, collects every parse error (one per file; the
-parser stops at a file's first error), and, with ``examples``, builds a throwaway index in a temp
-folder (or uses the given one) to check that each rule's example tasks retrieve it in the top 3.
+The I/O edge around :mod:`.lint`: reads files, collects every parse error (all of a file's
+schema errors; broken YAML stops that file at once), and, with ``examples``, builds a throwaway
+index in a temp folder (or uses the given one) to check that each rule's example tasks retrieve
+it in the top 3.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
-from ruledex.reader.errors import RuleError
+from ruledex.reader.errors import RuleError, RuleErrors
 
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .build import build
@@ -91,8 +92,8 @@ def check(
             continue
         try:
             doc = parse_document(source.text, source.path)
-        except RuleError as exc:
-            findings.append(from_rule_error(exc))
+        except (RuleError, RuleErrors) as exc:
+            findings.extend(map(from_rule_error, exc.errors))
             continue
         if doc.rule.id in seen:
             findings.append(

@@ -14,8 +14,25 @@ import yaml
 
 from ruledex.reader.errors import RuleError
 
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader where PyYAML was built with it (several times faster), else the pure-Python one."""
+
+class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """libyaml's safe loader where PyYAML was built with it (several times faster), else the pure-Python one.
+
+    A date-shaped value that is not a real date (``2026-13-45``, ``2026-02-30``) stays a string
+    instead of raising ``ValueError`` with no file, line or field, so validation can name them.
+    """
+
+
+def _timestamp_or_text(loader: yaml.constructor.SafeConstructor, node: yaml.ScalarNode) -> object:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+SAFE_LOADER = _SafeLoader
+"""The one YAML loader for front matter (ruledex documents and other tools' files)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruledex.reader.errors import ConfigError, RuleError
+from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 from ruledex.reader.format import output_folder, write_bytes_atomic
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 
@@ -198,7 +198,7 @@ def plan_import(source_dir: Path) -> ImportResult:
         target = _target(doc.rule.id)
         try:
             parse_document(text, target)
-        except RuleError as exc:  # pragma: no cover - a bug in render_ruledex, never the user's
+        except (RuleError, RuleErrors) as exc:  # pragma: no cover - a bug in render_ruledex, never the user's
             raise ConfigError(f"import produced an invalid document from {source.path}: {exc}; please report") from None
         result.files.append(
             ImportedFile(

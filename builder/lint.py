@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -203,56 +204,72 @@ def authority_conflicts(rules: list[tuple[RuleRecord, str]]) -> list[Finding]:
     return out
 
 
+def contradicts(a: DirectiveRecord, b: DirectiveRecord, sim: float, terms_a: set[str], terms_b: set[str]) -> bool:
+    """Two MUST/SHOULD directives of opposite polarity about the same subject (close in meaning, shared keywords).
+
+    ``terms_*`` are each directive's keywords without polarity words.
+    """
+    return (
+        sim >= CONTRADICTION
+        and len(terms_a & terms_b) >= CONTRADICTION_OVERLAP * max(1, len(terms_a | terms_b))
+        and bool(_NEGATIVE.search(a.text)) != bool(_NEGATIVE.search(b.text))
+        and {a.severity, b.severity} <= {"MUST", "SHOULD"}
+    )
+
+
+def _more(others: int) -> str:
+    return f" (and {others} more)" if others else ""
+
+
+def _copies(count: int) -> str:
+    return f" (one of {count} copies)" if count > 2 else ""
+
+
 def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encoder) -> list[Finding]:
-    """Exact and near duplicates across files, and likely contradictions (opposite polarity, same subject)."""
+    """Exact and near duplicates across files, and likely contradictions (opposite polarity, same subject).
+
+    One finding per directive and kind, pointing at the first directive it matches: a text copied
+    into 300 files gives 299 findings, not one per pair. Copies of a directive are reported as
+    such and left out of the other tests, which their first occurrence stands for. Opposite
+    instructions on one subject are close in meaning, often closer than the near-duplicate
+    threshold, so a pair is tested for contradiction before it can be called a near duplicate.
+    """
     if len(items) < 2:
         return []
-    vectors = embed_texts(encoder, [d.text for d, _ in items])
-    sims = vectors @ vectors.T
-    out = []
     normal = [re.sub(r"\W+", " ", d.text.lower()).strip() for d, _ in items]
-    terms = [set(keywords(d.text)) - _POLARITY_WORDS for d, _ in items]
-    for i, j in zip(*np.triu_indices(len(items), k=1), strict=True):
-        (a, path_a), (b, path_b) = items[i], items[j]
-        sim = float(sims[i, j])
-        if normal[i] == normal[j]:
-            out.append(
-                Finding(
-                    path_b,
-                    b.line,
-                    1,
-                    "warning",
-                    f"duplicates {path_a}:{a.line} ({a.id}) word for word; keep one",
-                    "duplicate",
-                )
+    copies = Counter(normal)
+    first: dict[str, int] = {}
+    out = []
+    for j, (b, path_b) in enumerate(items):
+        i = first.setdefault(normal[j], j)
+        if i != j:
+            a, path_a = items[i]
+            message = f"duplicates {path_a}:{a.line} ({a.id}) word for word{_copies(copies[normal[j]])}; keep one"
+            out.append(Finding(path_b, b.line, 1, "warning", message, "duplicate"))
+    originals = [items[i] for i in sorted(first.values())]
+    vectors = embed_texts(encoder, [d.text for d, _ in originals])
+    sims = vectors @ vectors.T
+    close = np.triu(sims >= min(CONTRADICTION, NEAR_DUPLICATE), k=1)
+    terms = [set(keywords(d.text)) - _POLARITY_WORDS for d, _ in originals]
+    for j, (b, path_b) in enumerate(originals):
+        earlier = np.flatnonzero(close[:, j])
+        opposed = [int(i) for i in earlier if contradicts(originals[i][0], b, float(sims[i, j]), terms[i], terms[j])]
+        same = [
+            int(i)
+            for i in earlier
+            if sims[i, j] >= NEAR_DUPLICATE and originals[i][1] != path_b and int(i) not in opposed
+        ]
+        if opposed:
+            a, path_a = originals[opposed[0]]
+            message = f"may contradict {path_a}:{a.line} ({a.id}){_more(len(opposed) - 1)}: same subject, opposite instruction"
+            out.append(Finding(path_b, b.line, 1, "warning", message, "contradiction"))
+        if same:
+            a, path_a = originals[same[0]]
+            message = (
+                f"says nearly the same as {path_a}:{a.line} ({a.id}, similarity {sims[same[0], j]:.2f})"
+                f"{_more(len(same) - 1)}; merge them"
             )
-        elif path_a != path_b and sim >= NEAR_DUPLICATE:
-            out.append(
-                Finding(
-                    path_b,
-                    b.line,
-                    1,
-                    "warning",
-                    f"says nearly the same as {path_a}:{a.line} ({a.id}, similarity {sim:.2f}); merge them",
-                    "near-duplicate",
-                )
-            )
-        elif (
-            sim >= CONTRADICTION
-            and len(terms[i] & terms[j]) >= CONTRADICTION_OVERLAP * max(1, len(terms[i] | terms[j]))
-            and bool(_NEGATIVE.search(a.text)) != bool(_NEGATIVE.search(b.text))
-            and {a.severity, b.severity} <= {"MUST", "SHOULD"}
-        ):
-            out.append(
-                Finding(
-                    path_b,
-                    b.line,
-                    1,
-                    "warning",
-                    f"may contradict {path_a}:{a.line} ({a.id}): same subject, opposite instruction",
-                    "contradiction",
-                )
-            )
+            out.append(Finding(path_b, b.line, 1, "warning", message, "near-duplicate"))
     return out
 
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 import marko
 from marko import block
 
-from ruledex.reader.errors import RuleError
+from ruledex.reader.errors import RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug
 
 from . import frontmatter
+from .ids import rule_path_id
 from .validate import RuleMeta, check_layers, check_severity, check_topics, validate
 
 _MARKER = re.compile(r"^\[\s*([A-Za-z]+)\s*\]\s*")
@@ -60,11 +61,6 @@ class _Lines:
 def normalise_newlines(text: str) -> str:
     """CRLF/CR to LF and no BOM, so a file builds the same on every platform."""
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def rule_path_id(path: str) -> str:
-    """The path part of directive ids: the relative path without its extension, with '/'."""
-    return re.sub(r"\.(md|mdc|markdown)$", "", path.replace("\\", "/"), flags=re.IGNORECASE)
 
 
 def _raw(body: str, element: block.BlockElement) -> str:
@@ -171,12 +167,25 @@ def _parse_item(
     return severity, draft, inferred, line
 
 
+def _item_context(
+    draft: _DirectiveDraft, meta: RuleMeta, path: str, line: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A directive's layers and topics: its own ``Layer:``/``Topics:`` lines, else the rule's."""
+    layers = check_layers(_split_list(draft.layers), path, line, "Layer") if draft.layers else meta.layers
+    topics = check_topics(_split_list(draft.topics), path, line, "Topics") if draft.topics else meta.topics
+    return layers, topics
+
+
 def parse_document(text: str, path: str) -> ParsedDocument:
-    """Parse a rule document; ``path`` is relative to the rules root and used in ids and errors."""
+    """Parse a rule document; ``path`` is relative to the rules root and used in ids and errors.
+
+    Raises :class:`RuleError`, or :class:`RuleErrors` with every error when there are several: a
+    mistake in one field or directive does not hide the next (broken YAML stops at once).
+    """
     text = normalise_newlines(text)
     fm = frontmatter.split(text, path)
     path_id = rule_path_id(path)
-    meta, warnings = validate(fm, path, path_id)
+    meta, warnings, errors = validate(fm, path, path_id)
     body = fm.body
     lines = _Lines(body, fm.body_line)
     doc = marko.Markdown().parse(body)
@@ -203,14 +212,13 @@ def parse_document(text: str, path: str) -> ParsedDocument:
             for item in element.children:
                 if not isinstance(item, block.ListItem):
                     continue
-                severity, draft, inferred, line = _parse_item(item, body, lines, path, meta)
+                try:
+                    severity, draft, inferred, line = _parse_item(item, body, lines, path, meta)
+                    layers, topics = _item_context(draft, meta, path, line)
+                except RuleError as exc:  # report it with the others; the next item parses on its own
+                    errors.append(exc)
+                    continue
                 counters[section] = counters.get(section, 0) + 1
-                layers = meta.layers
-                topics = meta.topics
-                if draft.layers:
-                    layers = check_layers(_split_list(draft.layers), path, line, "Layer")
-                if draft.topics:
-                    topics = check_topics(_split_list(draft.topics), path, line, "Topics")
                 directives.append(
                     DirectiveRecord(
                         id=f"{path_id}#{anchor}-{counters[section]}",
@@ -247,6 +255,8 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         technologies=meta.technologies,
         inferred=meta.inferred,
     )
+    if errors:
+        raise errors[0] if len(errors) == 1 else RuleErrors(sorted(errors, key=lambda e: e.line))
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")
     return ParsedDocument(rule, directives, warnings)

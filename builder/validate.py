@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ruledex.reader.errors import RuleError
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SCOPES, SEVERITIES, TOPICS
 
 from .frontmatter import FrontMatter
+from .ids import VALID_ID
 
 KNOWN_FIELDS = frozenset(
     [
@@ -40,7 +43,8 @@ KNOWN_FIELDS = frozenset(
 )
 INFERABLE = ("authoritative_for", "layers", "topics", "technologies", "when_to_apply")
 """Rule fields ``inferred`` may name: what ``ruledex import`` guessed rather than an author wrote."""
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+T = TypeVar("T")
+_DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,21 @@ def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
     raise RuleError(path, fm.line_of(key), key, f"must be a string or a list of strings, got {type(value).__name__}")
 
 
+def _string(fm: FrontMatter, path: str, key: str) -> str:
+    """A single text value (a number or date is read as text); a list or mapping is an error."""
+    value = fm.values.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, dt.date)):
+        raise RuleError(
+            path,
+            fm.line_of(key),
+            key,
+            f"must be a string, got {type(value).__name__}; quote it if it starts with '[' or '{{' or holds ': '",
+        )
+    return str(value).strip()
+
+
 def _one_of(value: str, allowed: tuple[str, ...], path: str, line: int, key: str, what: str) -> str:
     if value not in allowed:
         raise RuleError(path, line, key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
@@ -90,10 +109,15 @@ def _date(fm: FrontMatter, path: str, key: str) -> str:
         return ""
     if isinstance(value, dt.date):
         return value.isoformat()
+    text = str(value).strip()
+    shaped = _DATE.match(text)
     try:
-        return dt.date.fromisoformat(str(value)).isoformat()
-    except ValueError:
-        raise RuleError(path, fm.line_of(key), key, f"{value!r} is not a date; write YYYY-MM-DD") from None
+        if shaped:  # YYYY-MM-DD that the YAML loader left as text: an impossible day or month
+            return dt.date(*map(int, shaped.groups())).isoformat()
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError as exc:
+        problem = f"not a real date ({text}: {exc})" if shaped else f"{value!r} is not a date"
+        raise RuleError(path, fm.line_of(key), key, f"{problem}; write YYYY-MM-DD") from None
 
 
 def _bool(fm: FrontMatter, path: str, key: str) -> bool:
@@ -101,6 +125,13 @@ def _bool(fm: FrontMatter, path: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise RuleError(path, fm.line_of(key), key, f"must be true or false, got {value!r}")
     return value
+
+
+def _present(values: tuple[str, ...], missing: RuleError) -> tuple[str, ...]:
+    """``values`` when there are any, else raise ``missing``."""
+    if not values:
+        raise missing
+    return values
 
 
 def check_layers(values: tuple[str, ...], path: str, line: int, key: str) -> tuple[str, ...]:
@@ -126,64 +157,104 @@ def check_severity(value: str, path: str, line: int, key: str) -> str:
     return _one_of(value.strip().upper(), SEVERITIES, path, line, key, "severity")
 
 
-def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str]]:
-    """Validate front matter; return the normalised metadata and warnings (unknown fields)."""
+def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str], list[RuleError]]:
+    """Validate front matter; return the normalised metadata, warnings (unknown fields) and every error.
+
+    A field in error does not stop the others: it takes a harmless stand-in value (which never
+    reaches an index, as any error fails the document), so one run reports every mistake.
+    """
     warnings = [
         f"{path}:{fm.line_of(key)}: {key}: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md"
         for key in sorted(fm.values)
         if key not in KNOWN_FIELDS
     ]
-    rule_id = str(fm.values.get("id") or default_id).strip()
-    if not _ID.match(rule_id):
-        raise RuleError(
-            path, fm.line_of("id"), "id", f"{rule_id!r} is not a valid id; use letters, digits, '.', '_', '-' or '/'"
+    errors: list[RuleError] = []
+
+    def field(check: Callable[[], T], stand_in: T) -> T:
+        try:
+            return check()
+        except RuleError as exc:
+            errors.append(exc)
+            return stand_in
+
+    rule_id = field(lambda: _string(fm, path, "id"), "") or default_id
+    if not VALID_ID.match(rule_id):
+        written = bool(fm.values.get("id"))
+        problem = f"{rule_id!r} is not a valid id" if written else f"cannot make a valid id from the path ({rule_id!r})"
+        fix = "use" if written else "set `id:` in the front matter, with"
+        errors.append(
+            RuleError(path, fm.line_of("id"), "id", f"{problem}; {fix} letters, digits, '.', '_', '-' or '/'")
         )
     if "layer" in fm.values and "layers" in fm.values:
-        raise RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both")
+        errors.append(RuleError(path, fm.line_of("layers"), "layers", "give either `layer` or `layers`, not both"))
     layer_key = "layers" if "layers" in fm.values else "layer"
-    layers = check_layers(_strings(fm, path, layer_key), path, fm.line_of(layer_key), layer_key)
-    if not layers:
-        raise RuleError(
+    layers = field(
+        lambda: _present(
+            check_layers(_strings(fm, path, layer_key), path, fm.line_of(layer_key), layer_key),
+            RuleError(
+                path,
+                fm.line_of(layer_key),
+                "layers",
+                f"missing; add `layers: [...]` with one or more of {', '.join(LAYERS)}",
+            ),
+        ),
+        ("*",),
+    )
+    topics = field(
+        lambda: _present(
+            check_topics(_strings(fm, path, "topics"), path, fm.line_of("topics"), "topics"),
+            RuleError(path, fm.line_of("topics"), "topics", f"missing; add `topics: [...]` from {', '.join(TOPICS)}"),
+        ),
+        (),
+    )
+    authority = field(
+        lambda: check_topics(
+            _strings(fm, path, "authoritative_for"),
             path,
-            fm.line_of(layer_key),
-            "layers",
-            f"missing; add `layers: [...]` with one or more of {', '.join(LAYERS)}",
-        )
-    topics = check_topics(_strings(fm, path, "topics"), path, fm.line_of("topics"), "topics")
-    if not topics:
-        raise RuleError(path, fm.line_of("topics"), "topics", f"missing; add `topics: [...]` from {', '.join(TOPICS)}")
-    authority = check_topics(
-        _strings(fm, path, "authoritative_for"),
-        path,
-        fm.line_of("authoritative_for"),
-        "authoritative_for",
-        allow_core=True,
+            fm.line_of("authoritative_for"),
+            "authoritative_for",
+            allow_core=True,
+        ),
+        (),
+    )
+    warnings.extend(
+        f"{path}:{fm.line_of('authoritative_for')}: authoritative_for: topic {topic!r} is not in this rule's "
+        "topics; add it to `topics` or drop it here (claim authority only for what the rule covers)"
+        for topic in authority
+        if topic != CORE_MARKER and topics and topic not in topics
     )
     severity = ""
-    if fm.values.get("severity") is not None:
-        severity = check_severity(str(fm.values["severity"]), path, fm.line_of("severity"), "severity")
-    scope = _one_of(str(fm.values.get("scope", "global")).strip(), SCOPES, path, fm.line_of("scope"), "scope", "scope")
+    if fm.values.get("severity") is not None:  # stand-in SHOULD: unmarked items are not errors on top of this one
+        severity = field(
+            lambda: check_severity(str(fm.values["severity"]), path, fm.line_of("severity"), "severity"), "SHOULD"
+        )
+    scope = field(
+        lambda: _one_of(
+            str(fm.values.get("scope", "global")).strip(), SCOPES, path, fm.line_of("scope"), "scope", "scope"
+        ),
+        "global",
+    )
     example_key = "examples" if "examples" in fm.values else "example_tasks"
     meta = RuleMeta(
         id=rule_id,
-        title=str(fm.values.get("title") or "").strip(),
+        title=field(lambda: _string(fm, path, "title"), ""),
         layers=layers,
         topics=topics,
         authoritative_for=authority,
-        when_to_apply=_strings(fm, path, "when_to_apply"),
-        examples=_strings(fm, path, example_key),
+        when_to_apply=field(lambda: _strings(fm, path, "when_to_apply"), ()),
+        examples=field(lambda: _strings(fm, path, example_key), ()),
         severity=severity,
         scope=scope,
-        version=str(fm.values.get("version") or "").strip(),
-        reviewed=_date(fm, path, "reviewed"),
-        expires=_date(fm, path, "expires"),
-        description=str(fm.values.get("description") or "").strip(),
-        globs=_strings(fm, path, "globs"),
-        always_apply=_bool(fm, path, "always_apply"),
-        technologies=tuple(dict.fromkeys(t.lower() for t in _strings(fm, path, "technologies"))),
-        inferred=_inferred(fm, path),
+        version=field(lambda: _string(fm, path, "version"), ""),
+        reviewed=field(lambda: _date(fm, path, "reviewed"), ""),
+        expires=field(lambda: _date(fm, path, "expires"), ""),
+        description=field(lambda: _string(fm, path, "description"), ""),
+        globs=field(lambda: _strings(fm, path, "globs"), ()),
+        always_apply=field(lambda: _bool(fm, path, "always_apply"), False),
+        technologies=field(lambda: tuple(dict.fromkeys(t.lower() for t in _strings(fm, path, "technologies"))), ()),
+        inferred=field(lambda: _inferred(fm, path), ()),
     )
-    return meta, warnings
+    return meta, warnings, errors
 
 
 def _inferred(fm: FrontMatter, path: str) -> tuple[str, ...]:

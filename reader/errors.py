@@ -24,6 +24,11 @@ class RuleError(RuledexError):
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
+    @property
+    def errors(self) -> list[RuleError]:
+        """This error as a list, like :attr:`RuleErrors.errors`: ``except (RuleError, RuleErrors)`` reads both."""
+        return [self]
+
 
 @dataclass
 class ArtifactError(RuledexError):

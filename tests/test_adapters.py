@@ -3,6 +3,7 @@ markdown) become rules, sections and directives, with inferred severity and kept
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from ruledex.builder.adapters import assign_ids, parse_foreign, preferred_id, read_front_matter
 from ruledex.builder.blobs import js_to_markdown
 from ruledex.builder.build import parse_all
+from ruledex.builder.ids import VALID_ID
 from ruledex.builder.infer import chunk, directive_layers, infer_severity, is_instruction, split_sentences
 from ruledex.builder.parse import ParsedDocument
 from ruledex.builder.source import MAX_FOREIGN_BYTES, path_format, read_sources
@@ -346,6 +348,21 @@ def test_ids_are_short_unique_and_stable() -> None:
     ids, warnings = assign_ids(["react.mdc", ".cursor/rules/react.mdc", "vue.mdc"], {"vue"})
     assert ids == {"react.mdc": "react-mdc", ".cursor/rules/react.mdc": "cursor/rules/react-mdc", "vue.mdc": "vue-mdc"}
     assert len(warnings) == 3 and all("using" in w for w in warnings)
+
+
+def test_non_ascii_file_names_get_valid_recognisable_distinct_ids() -> None:
+    """über.md was 'ber'; 日本.md and 中文.md were both 'rules', renamed to 'md' and 'md-2' with a warning."""
+    names = ["über.md", "日本.md", "中文.md", "api 日本.md", "Straße.md"]
+    ids, warnings = assign_ids(names, set())
+    assert warnings == []
+    assert ids["über.md"] == "uber" and ids["Straße.md"] == "Strasse"
+    assert (
+        ids["日本.md"].startswith("rule-") and ids["中文.md"].startswith("rule-") and ids["日本.md"] != ids["中文.md"]
+    )
+    assert ids["api 日本.md"].startswith("api-")
+    assert all(VALID_ID.match(i) for i in ids.values())
+    nfd = unicodedata.normalize("NFD", "日本ü.md")  # macOS spells file names decomposed
+    assert preferred_id(nfd) == preferred_id(unicodedata.normalize("NFC", nfd))
 
 
 def test_nested_cursor_rules_are_scoped_to_their_folder(tmp_path: Path) -> None:

@@ -108,3 +108,72 @@ def test_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     rules = write_rules(tmp_path / "rules", {"c.md": rule_doc("## R\n\n- Missing a marker here.", id="c")})
     assert main(["check", str(rules)]) == 1
     assert "1 error(s)" in capsys.readouterr().err
+
+
+def test_impossible_date_is_a_finding_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML reads 2026-13-45 as a timestamp and raised ValueError: no file, line or field, exit 2."""
+    rules = write_rules(
+        tmp_path / "rules", {"a.md": rule_doc("- [MUST] Validate every request body.", extra="reviewed: 2026-13-45\n")}
+    )
+    assert main(["check", str(rules)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "a.md:9:1: error: reviewed: not a real date (2026-13-45: month must be in 1..12); write YYYY-MM-DD [schema]"
+        in out
+    )
+    assert main(["build", str(rules), "--out", str(tmp_path / "x.ruledex")]) == 1
+    assert "a.md:9: reviewed: not a real date" in capsys.readouterr().err
+
+
+def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path: Path) -> None:
+    """Opposites on one subject are closer than the near-duplicate threshold; 'merge them' was wrong advice."""
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "a.md": rule_doc("## S\n\n- [MUST] Use tabs for indentation in every Python source file.", id="a"),
+            "b.md": rule_doc("## S\n\n- [MUST] Never use tabs for indentation in any Python source file.", id="b"),
+        },
+    )
+    found = _codes(check(rules, today=TODAY))
+    assert "near-duplicate" not in found
+    assert [(f.path, f.line) for f in found["contradiction"]] == [("b.md", 15)]
+    assert "a.md:15" in found["contradiction"][0].message
+
+
+def test_copies_give_one_finding_each_pointing_at_the_first(tmp_path: Path) -> None:
+    """One text in n files gave n*(n-1)/2 findings (54,947 for 334 pieces); now n-1, one per copy."""
+    text = "## S\n\n- [MUST] Validate every request body against an explicit schema at the API boundary."
+    rules = write_rules(tmp_path / "rules", {f"{name}.md": rule_doc(text, id=name) for name in "abcde"})
+    found = _codes(check(rules, today=TODAY))
+    assert [f.path for f in found["duplicate"]] == ["b.md", "c.md", "d.md", "e.md"]
+    assert all("a.md:15" in f.message and "one of 5 copies" in f.message for f in found["duplicate"])
+    assert "near-duplicate" not in found and "contradiction" not in found
+
+
+def test_near_duplicates_give_one_finding_per_directive(tmp_path: Path) -> None:
+    texts = {
+        "a": "Validate every request body against an explicit schema at the API boundary.",
+        "b": "Validate each request body against an explicit schema at the API boundary.",
+        "c": "Validate every request body against an explicit schema at the API boundaries.",
+    }
+    rules = write_rules(
+        tmp_path / "rules", {f"{k}.md": rule_doc(f"## S\n\n- [MUST] {v}", id=k) for k, v in texts.items()}
+    )
+    near = _codes(check(rules, today=TODAY))["near-duplicate"]
+    assert [f.path for f in near] == ["b.md", "c.md"]
+    assert "a.md:15" in near[1].message and "(and 1 more)" in near[1].message
+
+
+def test_check_reports_every_schema_error_of_a_file_in_one_run(tmp_path: Path) -> None:
+    bad = "---\nlayers: [9-Bad]\ntopics: [nope]\nscope: world\nexpires: 2026-02-30\nalways_apply: maybe\n---\n\n## S\n\n- [MUST] Do the thing right.\n"
+    rules = write_rules(
+        tmp_path / "rules", {"bad.md": bad, "ok.md": rule_doc("## S\n\n- [MUST] Validate every request body.")}
+    )
+    schema = _codes(check(rules, today=TODAY))["schema"]
+    assert [(f.path, f.line, f.message.split(":")[0]) for f in schema] == [
+        ("bad.md", 2, "layers"),
+        ("bad.md", 3, "topics"),
+        ("bad.md", 4, "scope"),
+        ("bad.md", 5, "expires"),
+        ("bad.md", 6, "always_apply"),
+    ]

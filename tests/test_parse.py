@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ruledex.builder import frontmatter
 from ruledex.builder.parse import parse_document
-from ruledex.reader.errors import RuleError
+from ruledex.builder.validate import validate
+from ruledex.reader.errors import RuleError, RuleErrors
 
 from .conftest import rule_doc
 
@@ -110,6 +112,8 @@ def test_default_severity_applies_and_is_marked_inferred() -> None:
             "unknown layer",
         ),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: last week\n---\n", 5, "reviewed", "not a date"),
+        ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: 2026-13-45\n---\n", 5, "reviewed", "not a real date"),
+        ("---\nid: x\nlayers: ['*']\ntopics: [api]\nexpires: 2026-02-30\n---\n", 5, "expires", "not a real date"),
     ],
 )
 def test_malformed_documents_name_file_line_and_field(text: str, line: int, field: str, needle: str) -> None:
@@ -124,3 +128,60 @@ def test_malformed_documents_name_file_line_and_field(text: str, line: int, fiel
 def test_unknown_field_is_a_warning_not_an_error() -> None:
     doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.", extra="colour: blue\n"), "s.md")
     assert any("colour: unknown field ignored" in w for w in doc.warnings)
+
+
+def test_every_schema_error_of_a_document_in_one_pass() -> None:
+    """A mistake in one field or directive used to hide the next: five mistakes took five runs."""
+    text = (
+        "---\nid: x\nlayers: [9-Bad]\ntopics: [nope]\nscope: world\nreviewed: 2026-13-45\nalways_apply: maybe\n"
+        "severity: SHUOLD\n---\n\n## S\n\n- [MUSTNT] Do it.\n- Unmarked items take the (broken) default.\n"
+        "- [MUST] Do that.\n  Layer: 9-Nope\n"
+    )
+    with pytest.raises(RuleErrors) as caught:
+        parse_document(text, "bad.md")
+    found = [(e.line, e.field) for e in caught.value.errors]
+    assert found == [
+        (3, "layers"),
+        (4, "topics"),
+        (5, "scope"),
+        (6, "reviewed"),
+        (7, "always_apply"),
+        (8, "severity"),
+        (13, "directive"),
+        (15, "Layer"),
+    ]
+
+
+def test_derived_id_of_a_path_with_spaces_or_accents_is_valid() -> None:
+    """rules/sub dir/x.md without id: failed with "'sub dir/x' is not a valid id" though no id was written."""
+    doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "sub dir/x.md")
+    assert doc.rule.id == "sub-dir/x" and doc.directives[0].id == "sub-dir/x#s-1"
+    assert parse_document(
+        rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "équipe/café.md"
+    ).rule.id == ("equipe/cafe")
+    ordinary = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("id: sample\n", ""), "api/v1.2_x-y.md")
+    assert ordinary.rule.id == "api/v1.2_x-y"
+
+
+def test_an_id_that_cannot_be_derived_says_to_set_id() -> None:
+    fm = frontmatter.split("---\nlayers: ['*']\ntopics: [api]\n---\n", "x.md")
+    errors = validate(fm, "x.md", "-not valid-")[2]
+    assert [e.field for e in errors] == ["id"] and "set `id:` in the front matter" in errors[0].message
+
+
+@pytest.mark.parametrize("key", ["title", "description", "version", "id"])
+def test_a_list_where_text_is_expected_is_an_error(key: str) -> None:
+    """`title: [x, y]` was accepted and shown as "['x', 'y']"."""
+    text = f"---\nlayers: ['*']\ntopics: [api]\n{key}: [x, y]\n---\n\n## S\n\n- [MUST] Do it.\n"
+    with pytest.raises(RuleError) as caught:
+        parse_document(text, "x.md")
+    assert (caught.value.line, caught.value.field) == (4, key) and "must be a string, got list" in caught.value.message
+
+
+def test_authority_outside_the_rules_topics_is_a_warning() -> None:
+    doc = parse_document(rule_doc("## S\n\n- [MUST] Do it.", topics="[security]"), "s.md")
+    assert any(
+        w.startswith("s.md:6: authoritative_for: topic 'api' is not in this rule's topics") for w in doc.warnings
+    )
+    core = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("[api]\nwhen", '["*", api]\nwhen'), "c.md")
+    assert not [w for w in core.warnings if "authoritative_for" in w]
