@@ -18,7 +18,7 @@ from ruledex.reader.encode import Encoder
 from ruledex.reader.errors import RuleError
 from ruledex.reader.options import QueryOptions
 from ruledex.reader.records import DirectiveRecord, RuleRecord
-from ruledex.reader.render import Item, always_heading, item_lines
+from ruledex.reader.render import MAX_SHOWN_WORDS, Item, always_heading, item_lines
 from ruledex.reader.text import count_tokens, keywords
 
 from . import frontmatter
@@ -119,7 +119,7 @@ def _key_line(text: str, path: str, key: str) -> int:
 
 
 def document_findings(doc: ParsedDocument, text: str, today: dt.date, strict: bool) -> list[Finding]:
-    """Per-document checks: secrets, short or generic directives, freshness."""
+    """Per-document checks: secrets, short, long or generic directives, freshness."""
     path = doc.rule.path
     out = secrets_in(path, normalise_newlines(text))
     for d in doc.directives:
@@ -133,6 +133,18 @@ def document_findings(doc: ParsedDocument, text: str, today: dt.date, strict: bo
                     "warning",
                     f"directive is {len(words)} words; say what to do, where and how so it can be checked",
                     "too-short",
+                )
+            )
+        elif len(words) > MAX_SHOWN_WORDS:
+            out.append(
+                Finding(
+                    path,
+                    d.line,
+                    1,
+                    "warning",
+                    f"directive is {len(words)} words and answers show only its first {MAX_SHOWN_WORDS}; split it "
+                    "into one practice per directive",
+                    "too-long",
                 )
             )
         elif GENERIC.match(d.text):

@@ -177,3 +177,11 @@ def test_check_reports_every_schema_error_of_a_file_in_one_run(tmp_path: Path) -
         ("bad.md", 5, "expires"),
         ("bad.md", 6, "always_apply"),
     ]
+
+
+def test_a_directive_longer_than_an_answer_shows_is_flagged(tmp_path: Path) -> None:
+    """A pasted essay is shortened in every answer; the linter says so before it ships."""
+    essay = " ".join(f"step{i} of the release checklist" for i in range(60))
+    rules = write_rules(tmp_path / "rules", {"a.md": rule_doc(f"## Rules\n\n- [MUST] Follow {essay}.", id="a")})
+    long = _codes(check(rules, today=TODAY))["too-long"]
+    assert len(long) == 1 and "answers show only its first 150; split it" in long[0].message
