@@ -68,7 +68,7 @@ def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool, today: str = "
     """The markdown for one directive (one line, plus an optional rationale line)."""
     d = item.directive
     text = d.text.replace("\n", " ").strip()
-    words = text.split()
+    words = text.split() if len(text) > 2 * MAX_SHOWN_WORDS else ()  # shorter text cannot hold more words
     if len(words) > MAX_SHOWN_WORDS:
         text = " ".join(words[:MAX_SHOWN_WORDS]) + f" … _(shortened from {len(words)} words: see the rule)_"
     where = f" — _{breadcrumb(item)}_" if breadcrumbs else ""

@@ -188,12 +188,13 @@ _SYMBOLS = tuple(t for t in TECHNOLOGIES if not t.isalnum())
 """Technologies with a symbol, a dot or a space (c#, node.js, react native): found in the text as written."""
 
 
-WRITTEN_NAMES: dict[str, re.Pattern[str]] = {
-    "r": re.compile(r"(?<![\w./&'-])R(?![\w/&'-])"),
-    "typescript": re.compile(r"(?<![\w./&'-])TS(?![\w/&'-])"),
-    "javascript": re.compile(r"(?<![\w./&'-])JS(?![\w/&'-])"),
-    "dotnet": re.compile(r"(?<![\w.])\.NET\b"),
-    "nestjs": re.compile(r"(?<![.!?]\s)(?<=\s)Nest(?![\w/&'-])"),
+WRITTEN_NAMES: dict[str, tuple[str, re.Pattern[str]]] = {
+    # technology: (the letters it is written with, a cheap test first; the pattern that decides)
+    "r": ("R", re.compile(r"(?<![\w./&'-])R(?![\w/&'-])")),
+    "typescript": ("TS", re.compile(r"(?<![\w./&'-])TS(?![\w/&'-])")),
+    "javascript": ("JS", re.compile(r"(?<![\w./&'-])JS(?![\w/&'-])")),
+    "dotnet": (".NET", re.compile(r"(?<![\w.])\.NET\b")),
+    "nestjs": ("Nest", re.compile(r"(?<![.!?]\s)(?<=\s)Nest(?![\w/&'-])")),
 }
 """Names found only as written, case and all: one letter, which the word tokenizer drops ("our R
 scripts", not "R&D" or "r u sure"); short forms ("a TS type", "the JS bundle", "the .NET API", "our
@@ -204,7 +205,7 @@ def named_technologies(text: str, words: Iterable[str]) -> tuple[str, ...]:
     """The technologies ``text`` (whose lower-cased ``words`` are given) names, in :data:`TECHNOLOGIES` order."""
     lowered = text.lower()
     found = {w for w in words if w in _RANK} | {t for t in _SYMBOLS if t in lowered}
-    found |= {name for name, pattern in WRITTEN_NAMES.items() if pattern.search(text)}
+    found |= {name for name, (letters, pattern) in WRITTEN_NAMES.items() if letters in text and pattern.search(text)}
     if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
         found = _as_names(found, text)
     return tuple(sorted(found, key=_RANK.__getitem__))
