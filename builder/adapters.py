@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from ruledex.reader.globs import split_globs
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug
 from ruledex.reader.vocab import TOPICS
@@ -146,27 +147,6 @@ def read_front_matter(text: str, path: str) -> ForeignFrontMatter:
             path, bad + 2, "front matter", f"cannot read {block[bad].strip()[:40]!r}; write `key: value` lines"
         )
     return ForeignFrontMatter({str(k): v for k, v in values.items()}, "\n".join(lines[end + 1 :]), end + 2)
-
-
-def split_globs(value: Any) -> tuple[str, ...]:
-    """Globs from a list or a comma-separated string; commas inside ``{a,b}`` stay."""
-    if value is None or value is False:
-        return ()
-    items = value if isinstance(value, list) else [value]
-    out: list[str] = []
-    for item in items:
-        text, depth, current = str(item), 0, ""
-        for ch in text:
-            depth += ch == "{"
-            depth -= ch == "}"
-            if ch == "," and depth <= 0:
-                out.append(current)
-                current = ""
-            else:
-                current += ch
-        out.append(current)
-    cleaned = (g.strip().strip("\"'").strip() for g in out)
-    return tuple(dict.fromkeys(g for g in cleaned if g))
 
 
 def _truthy(value: Any) -> bool:

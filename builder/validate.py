@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ruledex.reader.errors import RuleError
+from ruledex.reader.globs import split_globs
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SCOPES, SEVERITIES, TOPICS
 
 from .frontmatter import FrontMatter
@@ -249,7 +250,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         reviewed=field(lambda: _date(fm, path, "reviewed"), ""),
         expires=field(lambda: _date(fm, path, "expires"), ""),
         description=field(lambda: _string(fm, path, "description"), ""),
-        globs=field(lambda: _strings(fm, path, "globs"), ()),
+        globs=field(lambda: split_globs(_strings(fm, path, "globs")), ()),
         always_apply=field(lambda: _bool(fm, path, "always_apply"), False),
         technologies=field(lambda: tuple(dict.fromkeys(t.lower() for t in _strings(fm, path, "technologies"))), ()),
         inferred=field(lambda: _inferred(fm, path), ()),

@@ -202,3 +202,24 @@ def matching_rules(rules: Sequence[_HasGlobs] | Mapping[int, _HasGlobs], files: 
         return set()
     pairs = rules.items() if isinstance(rules, Mapping) else enumerate(rules)
     return {i for i, rule in pairs if rule.globs and any(globs_match(rule.globs, f) for f in wanted)}
+
+
+def split_globs(value: object) -> tuple[str, ...]:
+    """Globs from a list or a comma-separated string (as Cursor writes them); commas inside ``{a,b}`` stay."""
+    if value is None or value is False:
+        return ()
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    out: list[str] = []
+    for item in items:
+        text, depth, current = str(item), 0, ""
+        for ch in text:
+            depth += ch == "{"
+            depth -= ch == "}"
+            if ch == "," and depth <= 0:
+                out.append(current)
+                current = ""
+            else:
+                current += ch
+        out.append(current)
+    cleaned = (g.strip().strip("\"'").strip() for g in out)
+    return tuple(dict.fromkeys(g for g in cleaned if g))

@@ -185,3 +185,13 @@ def test_authority_outside_the_rules_topics_is_a_warning() -> None:
     )
     core = parse_document(rule_doc("## S\n\n- [MUST] Do it.").replace("[api]\nwhen", '["*", api]\nwhen'), "c.md")
     assert not [w for w in core.warnings if "authoritative_for" in w]
+
+
+def test_globs_written_as_cursor_writes_them_are_split_at_commas_outside_braces() -> None:
+    """`globs: "src/**/*.{ts,tsx}, tests/**"` is two patterns: one would never match a file."""
+    text = rule_doc(
+        "## S\n\n- [MUST] Type every exported function's parameters.", extra='globs: "src/**/*.{ts,tsx}, tests/**"\n'
+    )
+    assert parse_document(text, "sample.md").rule.globs == ("src/**/*.{ts,tsx}", "tests/**")
+    listed = rule_doc("## S\n\n- [MUST] Type every exported function's parameters.", extra='globs: ["**/*.ts"]\n')
+    assert parse_document(listed, "sample.md").rule.globs == ("**/*.ts",)
