@@ -117,7 +117,10 @@ def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
             ) from None
     missing = [q.id for q in queries if q.id not in files]
     if missing:
-        raise ConfigError(f"{path}: no files line for {len(missing)} queries, e.g. {', '.join(missing[:3])}")
+        raise ConfigError(
+            f"{path}: no files line for {len(missing)} queries, e.g. {', '.join(missing[:3])}; a task asked "
+            f'without files needs one too: {{"id": "{missing[0]}", "files": []}}'
+        )
     return [replace(q, files=files[q.id]) for q in queries]
 
 

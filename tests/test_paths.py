@@ -154,7 +154,7 @@ def test_eval_with_the_files_being_edited(index: Index, tmp_path: Path, capsys: 
 
     partial = tmp_path / "partial.jsonl"
     partial.write_text(json.dumps({"id": queries[0].id, "files": ["a.py"]}) + "\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"partial\.jsonl: no files line for \d+ queries"):
+    with pytest.raises(ConfigError, match=r"partial\.jsonl: no files line for \d+ queries.*\"files\": \[\]"):
         with_files(queries, partial)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "q001", "files": "a.py"}\n', encoding="utf-8")
