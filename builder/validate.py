@@ -7,6 +7,7 @@ Pure: takes a :class:`FrontMatter`, returns a :class:`RuleMeta` plus warnings, o
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -158,6 +159,13 @@ def check_severity(value: str, path: str, line: int, key: str) -> str:
     return _one_of(value.strip().upper(), SEVERITIES, path, line, key, "severity")
 
 
+def _did_you_mean(key: str) -> str:
+    """The known field a misspelt or other tool's key most likely means (``alwaysApply`` -> ``always_apply``)."""
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower().replace("-", "_")
+    close = difflib.get_close_matches(snake, sorted(KNOWN_FIELDS), n=1, cutoff=0.75)
+    return f"did you mean `{close[0]}`?" if close else "known fields are listed in rules/CONTRIBUTING.md"
+
+
 def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, list[str], list[RuleError]]:
     """Validate front matter; return the normalised metadata, warnings (unknown fields) and every error.
 
@@ -165,7 +173,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
     reaches an index, as any error fails the document), so one run reports every mistake.
     """
     warnings = [
-        f"{path}:{fm.line_of(key)}: {key}: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md"
+        f"{path}:{fm.line_of(key)}: {key}: unknown field ignored; {_did_you_mean(key)}"
         for key in sorted(fm.values)
         if key not in KNOWN_FIELDS
     ]

@@ -195,3 +195,11 @@ def test_globs_written_as_cursor_writes_them_are_split_at_commas_outside_braces(
     assert parse_document(text, "sample.md").rule.globs == ("src/**/*.{ts,tsx}", "tests/**")
     listed = rule_doc("## S\n\n- [MUST] Type every exported function's parameters.", extra='globs: ["**/*.ts"]\n')
     assert parse_document(listed, "sample.md").rule.globs == ("**/*.ts",)
+
+
+def test_an_unknown_field_suggests_the_known_one_it_most_likely_means() -> None:
+    """Cursor writes alwaysApply; ruledex front matter spells it always_apply."""
+    text = rule_doc("## S\n\n- [MUST] Type every exported function's parameters.", extra="alwaysApply: true\nfoo: 1\n")
+    warnings = parse_document(text, "sample.md").warnings
+    assert any("alwaysApply: unknown field ignored; did you mean `always_apply`?" in w for w in warnings)
+    assert any("foo: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md" in w for w in warnings)
