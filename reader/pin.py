@@ -434,6 +434,18 @@ def _download_pinned(pin: Pin, final: Path, *, timeout: float, origin: str) -> N
 # --- resolving -----------------------------------------------------------------------------------
 
 
+def from_here(path: Path) -> str:
+    """``path`` as the current folder reaches it, for a hint to type.
+
+    Relative, so that ``ruledex pin`` stores it relative to the config again: an absolute path in a
+    shared config breaks it for everyone else.
+    """
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows): only the absolute path reaches it
+        return str(path)
+
+
 def verify_pinned(path: Path, expected: str, *, origin: str = CONFIG_NAME, source: str = "") -> None:
     """Check that ``path`` has the pinned sha256; done every time a pin is resolved.
 
@@ -481,7 +493,7 @@ def resolve(
     if not pin.is_url:
         path = Path(pin.source)
         path = path if path.is_absolute() else Path(config_dir) / path
-        verify_pinned(path, pin.sha256, origin=origin, source=str(path))  # the hint works from any folder
+        verify_pinned(path, pin.sha256, origin=origin, source=from_here(path))
         return path
     final = cached_path(pin.sha256)
     if final.exists():

@@ -315,6 +315,8 @@ def test_local_pin_is_relative_to_the_config_folder(
     assert str(project / "ruledex.toml") in message
     hint = message.split("re-pin with `ruledex pin ", 1)[1].split("`", 1)[0]
     assert Path(hint).is_file(), "the hint names the file as this folder sees it, not relative to the config"
+    assert not Path(hint).is_absolute(), "typed as given, `ruledex pin` stores it relative to the config"
+    assert Path(hint).resolve() == (project / "vendor" / "rules.ruledex").resolve()
     assert cache_files(cache) == []  # local pins never copy into the cache
 
 
