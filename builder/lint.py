@@ -19,6 +19,7 @@ from ruledex.reader.errors import RuleError
 from ruledex.reader.options import QueryOptions
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.render import MAX_SHOWN_WORDS, Item, always_heading, item_lines
+from ruledex.reader.secrets import TOKEN_SHAPES
 from ruledex.reader.text import count_tokens, keywords
 
 from . import frontmatter
@@ -50,20 +51,13 @@ GENERIC = re.compile(
 _NEGATIVE = re.compile(r"\b(never|do not|don't|must not|avoid|no longer|forbid|disallow)\b", re.IGNORECASE)
 
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    (
-        "OpenAI/Stripe-style secret key",
-        re.compile(r"\b(sk|rk)_(live|test)_[A-Za-z0-9]{16,}\b|\bsk-[A-Za-z0-9_-]{20,}\b"),
-    ),
-    ("Slack token", re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}\b")),
-    ("private key", re.compile(r"-----BEGIN (RSA |EC |OPENSSH |DSA |PGP )?PRIVATE KEY-----")),
-    ("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b")),
-    (
+    *TOKEN_SHAPES,
+    (  # stricter than the log's masking: placeholders ($VAR, <token>, {{ secret }}) and short values pass
         "password or token assignment",
         re.compile(r"(?i)\b(password|passwd|secret|api_?key|token)\s*[:=]\s*['\"]?[^\s'\"<>{}$]{8,}"),
     ),
 )
+"""What a rule document must not hold: every token shape the query log masks, and assignments."""
 
 
 @dataclass(frozen=True)
@@ -96,19 +90,22 @@ def from_rule_error(error: RuleError) -> Finding:
     return Finding(error.path, error.line, 1, "error", f"{error.field}: {error.message}", "schema")
 
 
+PLACEHOLDER_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret", "changeme", "xxx", "xxxx"})
+"""``postgresql://username:password@localhost`` in an example is a placeholder, not a leak."""
+
+
 def secrets_in(path: str, text: str) -> list[Finding]:
-    """Secret-looking strings, by kind and position; never the value."""
+    """Secret-looking strings, by kind and position (in reading order); never the value."""
     found = []
     for kind, pattern in SECRETS:
         for match in pattern.finditer(text):
+            if kind == "url-credentials" and match.group(0).rsplit(":", 1)[-1].lower() in PLACEHOLDER_PASSWORDS:
+                continue
             line = text.count("\n", 0, match.start()) + 1
             col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-            found.append(
-                Finding(
-                    path, line, col, "warning", f"looks like a {kind}; remove it and rotate it if it was real", "secret"
-                )
-            )
-    return found
+            message = f"looks like a secret ({kind}); remove it and rotate it if it was real"
+            found.append(Finding(path, line, col, "warning", message, "secret"))
+    return sorted(found, key=lambda f: (f.line, f.col))
 
 
 def _key_line(text: str, path: str, key: str) -> int:

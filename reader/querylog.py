@@ -17,31 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .secrets import SECRET_NAME, TOKEN_SHAPES
 
 MAX_LOGGED_CHARS = 8000
 """Logged texts are cut here (the query truncates tasks at the same length)."""
 
-_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("private-key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
-    ("api-key", re.compile(r"\b(?:sk|pk|rk)[-_](?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{8,}")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("aws-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{12,}\b")),
-    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_-]{20,}")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("url-credentials", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
+_BEARER = re.compile(
+    r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*\d|.(?-i:[a-z0-9._~+/=-]*[A-Z]))[A-Za-z0-9._~+/=-]{12,}"
 )
-"""Token shapes that are secrets wherever they appear."""
+"""``Authorization: Bearer <token>`` or ``Basic <base64>``: the scheme stays, the credential goes (a
+credential has a digit or a capital past its first letter; "basic authentication" is prose)."""
 
-_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,}")
-"""``Authorization: Bearer <token>``: the scheme stays, the credential goes."""
-
-_SECRET_NAME = (
-    r"(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
-    r"|private[_-]?key|client[_-]?secret|credentials?|auth)(?:[_-][a-z0-9]+)*"
-)
 _ASSIGNMENT = re.compile(
-    rf"(?i)\b({_SECRET_NAME})([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+    rf"(?i)\b({SECRET_NAME})([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
     r"|\b((?:my |the )?(?:password|passphrase|pwd) is\s+)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
 )
 """``password=hunter2``, ``API_KEY: abc``, ``"token": "x"``, ``my password is x``: the name stays, the value goes."""
@@ -57,7 +45,7 @@ def _mask_assignment(match: re.Match[str]) -> str:
 
 def mask_secrets(text: str) -> str:
     """Replace secrets and e-mail addresses in ``text`` with ``[kind]`` placeholders (pure)."""
-    for kind, pattern in _SECRET_PATTERNS:
+    for kind, pattern in TOKEN_SHAPES:
         text = pattern.sub(f"[{kind}]", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret]", text)
     text = _ASSIGNMENT.sub(_mask_assignment, text)
@@ -121,7 +109,7 @@ def log_record(
     options = arguments.get("options")
     mode = arguments.get("modeSlug") or (options.get("modeSlug") if isinstance(options, dict) else None)
     if mode:
-        record["mode"] = str(mode)
+        record["mode"] = _clip(mask_secrets(str(mode)))  # an invalid mode is whatever the client sent
     record.update(summarise(structured))
     record["latencyMs"] = round(latency_ms, 3)
     record["ok"] = error is None

@@ -185,3 +185,20 @@ def test_a_directive_longer_than_an_answer_shows_is_flagged(tmp_path: Path) -> N
     rules = write_rules(tmp_path / "rules", {"a.md": rule_doc(f"## Rules\n\n- [MUST] Follow {essay}.", id="a")})
     long = _codes(check(rules, today=TODAY))["too-long"]
     assert len(long) == 1 and "answers show only its first 150; split it" in long[0].message
+
+
+def test_the_linter_knows_every_token_shape_the_query_log_masks() -> None:
+    """One list of secret shapes: a token the log would mask is one a rule must not ship."""
+    from ruledex.reader.secrets import TOKEN_SHAPES
+
+    samples = {
+        "npm-token": "npm_" + "a1B2c3D4e5" * 3 + "a1B2c3",
+        "aws-secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "url-credentials": "postgres://admin:s3cretValue@db.internal/prod",
+    }
+    for kind, sample in samples.items():
+        assert [f.message for f in secrets_in("x.md", f"- use {sample}\n")] == [
+            f"looks like a secret ({kind}); remove it and rotate it if it was real"
+        ]
+    assert {kind for kind, _ in TOKEN_SHAPES} >= set(samples)
+    assert secrets_in("x.md", 'sql.Open("postgres", "postgresql://username:password@localhost/db")') == []

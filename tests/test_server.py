@@ -467,6 +467,11 @@ SECRETS = [
     ("connect to postgres://admin:s3cret@db.internal/prod", "s3cret"),
     ("API_KEY: abcd1234efgh", "abcd1234efgh"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----", "MIIBOgIBAAJBAK"),
+    ("deploy with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),  # an AWS secret access key
+    ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+    ("export DB_PASS=hunter2 && make", "hunter2"),
+    ("npm token npm_" + "a1B2c3D4e5" * 3 + "a1B2c3", "a1B2c3D4e5"),
+    ("unknown argument bogus_sk-proj-abc123def456", "abc123def456"),
 ]
 
 
@@ -482,6 +487,7 @@ def test_ordinary_task_text_is_not_masked() -> None:
         "Add user registration API endpoint",
         "Add basic authentication to the admin API; the password field is hashed and the token is valid",
         "use sk-learn for the model",
+        "Basic Authentication for the admin, then the commit 3f786850e387550fdab836ed7e6dc881de23001b",
     ):
         assert mask_secrets(text) == text
 
@@ -506,6 +512,7 @@ def test_query_log_has_one_masked_line_per_call(holder: IndexHolder, tmp_path: P
         assert secret not in path.read_text(encoding="utf-8")
     assert first["task"].startswith("Add user registration API endpoint; password=[secret]")
     assert first["mode"] == "code" and first["ok"] is True
+    assert log_record("query_directives", {"modeSlug": "sk-proj-abc123def456"}, latency_ms=1)["mode"] == "[api-key]"
     assert first["detectedLayer"] == answer.structured_content["diagnostics"]["detectedLayer"]
     assert first["topics"] == answer.structured_content["diagnostics"]["topics"]
     assert first["cited"] == [c["id"] for c in answer.structured_content["citations"]]
