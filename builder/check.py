@@ -94,6 +94,7 @@ def check(
             doc = parse_document(source.text, source.path)
         except (RuleError, RuleErrors) as exc:
             findings.extend(map(from_rule_error, exc.errors))
+            findings.extend(_warning(w) for w in exc.warnings)  # unknown fields too: one run shows all
             continue
         if doc.rule.id in seen:
             findings.append(

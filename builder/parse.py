@@ -256,7 +256,9 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         inferred=meta.inferred,
     )
     if errors:
-        raise errors[0] if len(errors) == 1 else RuleErrors(sorted(errors, key=lambda e: e.line))
+        failure = errors[0] if len(errors) == 1 else RuleErrors(sorted(errors, key=lambda e: e.line))
+        failure.warnings = warnings
+        raise failure
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")
     return ParsedDocument(rule, directives, warnings)

@@ -5,7 +5,7 @@ Every message names where the problem is and what to do about it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class RuledexError(Exception):
@@ -20,6 +20,8 @@ class RuleError(RuledexError):
     line: int
     field: str
     message: str
+    warnings: list[str] = field(default_factory=list, compare=False)
+    """The document's warnings found before it failed (unknown fields ...): a linter shows them too."""
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
@@ -50,7 +52,8 @@ class ConfigError(RuledexError):
 class RuleErrors(RuledexError):
     """Several rule documents are malformed; holds every :class:`RuleError` found in one pass."""
 
-    def __init__(self, errors: list[RuleError]) -> None:
-        """Collect the errors; the message lists them one per line."""
+    def __init__(self, errors: list[RuleError], warnings: list[str] | None = None) -> None:
+        """Collect the errors (and the warnings found with them); the message lists the errors one per line."""
         self.errors = errors
+        self.warnings = warnings or []
         super().__init__("\n".join(str(e) for e in errors))

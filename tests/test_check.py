@@ -202,3 +202,18 @@ def test_the_linter_knows_every_token_shape_the_query_log_masks() -> None:
         ]
     assert {kind for kind, _ in TOKEN_SHAPES} >= set(samples)
     assert secrets_in("x.md", 'sql.Open("postgres", "postgresql://username:password@localhost/db")') == []
+
+
+def test_a_documents_warnings_show_beside_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One run shows the misspelt field too, not only after the errors are fixed."""
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "a.md": rule_doc(
+                "## S\n\n- [MUST] Validate every request body.", extra="alwaysApply: true\nreviewed: 2026-13-45\n"
+            )
+        },
+    )
+    assert main(["check", str(rules)]) == 1
+    out = capsys.readouterr().out
+    assert "error: reviewed: not a real date" in out and "alwaysApply: unknown field ignored; did you mean" in out
