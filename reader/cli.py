@@ -53,6 +53,24 @@ def find_index(explicit: str | None) -> Path:
     return candidates[-1]
 
 
+def layered_paths(values: list[str]) -> list[Path]:
+    """The files of a repeated ``--index``; one file given twice (by any path) is a usage error.
+
+    The same index twice would answer every directive twice; it is never what was meant.
+    """
+    paths = [Path(v) for v in values]
+    first: dict[Path, Path] = {}
+    for path in paths:
+        same = first.setdefault(path.resolve(), path)
+        if same is not path:
+            shown = f"{same}" if str(same) == str(path) else f"{same} and {path}"
+            raise ValueError(
+                f"--index: {shown} given twice (the same file); give each layered index once, e.g. "
+                "--index org.ruledex --index project.ruledex"
+            )
+    return paths
+
+
 def _has_index(explicit: str | None) -> bool:
     """Whether :func:`find_index` has anything to find (``detect`` works without an index)."""
     from .pin import find_config
@@ -111,7 +129,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"ruledex: note: {note}", file=sys.stderr)
     from .index import Index
 
-    paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
+    paths = layered_paths(args.index) if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
         result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
@@ -338,12 +356,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .pin import find_config, read_pin
     from .server import serve
 
-    paths = args.index or []
+    paths = layered_paths(args.index or [])
     config = None if paths else find_config(Path.cwd())
     pinned = read_pin(config).sha256 if config is not None else None
     return serve(
         pinned_sha256=pinned,
-        index_path=find_index(paths[0] if paths else None),
+        index_path=find_index(str(paths[0]) if paths else None),
         layers=[Path(p) for p in paths[1:]],
         http=args.http,
         log_queries=Path(args.log_queries) if args.log_queries else None,

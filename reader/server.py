@@ -43,6 +43,7 @@ from .shapes import (
     DetectOptionsArg,
     Domain,
     Graph,
+    IndexName,
     KnowledgeResults,
     ModeSlug,
     OpenedNodes,
@@ -107,8 +108,10 @@ DESCRIPTIONS = {
     ),
     "get_rules": (
         "Fetch one whole rule document as markdown (content) with its description, version and last-updated "
-        "date. domain is a rule id or file stem from list_rules, e.g. 'security'. An unknown domain returns an "
-        "error that names the closest domains. " + _BY_PR
+        "date. domain is a rule id or file stem from list_rules, e.g. 'security'. With layered indexes, index "
+        "(a citation's or list_rules' 'index') picks the index to read; without it a domain several indexes define "
+        "comes from the most specific scope, and definedIn names them all. An unknown domain returns an error that "
+        "names the closest domains. " + _BY_PR
     ),
     "search_knowledge": (
         "Search the rules like a knowledge base: individual directives ranked by relevance to query, each with "
@@ -194,9 +197,9 @@ class RuleTools:
         """Every rule document."""
         return self._run_all(lambda lds: tools.list_rules([ld.index for ld in lds]))
 
-    def get_rules(self, domain: Domain) -> Annotated[CallToolResult, RuleDocument]:
+    def get_rules(self, domain: Domain, index: IndexName = None) -> Annotated[CallToolResult, RuleDocument]:
         """One whole rule document (the text content is its markdown)."""
-        document = self._run_all(lambda lds: tools.get_rule([ld.index for ld in lds], domain))
+        document = self._run_all(lambda lds: tools.get_rule([ld.index for ld in lds], domain, index))
         return _markdown_result(document["content"], document)
 
     def search_knowledge(

@@ -106,6 +106,10 @@ class RuleDocument(RuleSummary):
     whenToApply: list[str]
     commit: str
     content: str
+    index: NotRequired[str]
+    """Layered indexes: the index this document comes from."""
+    definedIn: NotRequired[list[str]]
+    """Layered indexes: every index that defines this domain, when more than one does."""
 
 
 class KnowledgeEntry(TypedDict):
@@ -267,6 +271,13 @@ ModeSlug = Annotated[
 QueryOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(QUERY_OPTIONS_SCHEMA)]
 DetectOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(DETECT_OPTIONS_SCHEMA)]
 Domain = Annotated[str, Field(description="Rule id or file stem from list_rules, e.g. 'security'.")]
+IndexName = Annotated[
+    str | None,
+    Field(
+        description="Layered indexes: the index to read the rule from, as a citation's or list_rules' 'index' "
+        "names it (default: the most specific scope that defines the domain)."
+    ),
+]
 
 # --------------------------------------------------------------------------------------------
 # Instructions, tool descriptions and prompts

@@ -339,15 +339,38 @@ def list_rules(indexes: Index | list[Index]) -> dict[str, Any]:
     return out
 
 
-def find_layered_rule(indexes: list[Index], domain: str) -> tuple[Index, int, str] | None:
-    """The rule called ``domain`` in layered indexes: the most specific scope wins, then the first given."""
-    found = [
+def rule_hits(indexes: list[Index], domain: str) -> list[tuple[Index, int, str]]:
+    """``(index, rule row, index name)`` of every served index that defines ``domain``, in the order given."""
+    return [
         (ix, i, name)
         for ix, name in zip(indexes, index_names(indexes), strict=True)
         if (i := ix.find_rule(domain)) is not None
     ]
+
+
+def _preferred(hits: list[tuple[Index, int, str]]) -> tuple[Index, int, str] | None:
+    """The rule served for a domain several layered indexes define: the most specific scope, then the first given."""
     # min() keeps the first of equals, so ties go to the index given first
-    return min(found, key=lambda hit: _specificity(hit[0].rule(hit[1])), default=None)
+    return min(hits, key=lambda hit: _specificity(hit[0].rule(hit[1])), default=None)
+
+
+def served_index_names(indexes: list[Index]) -> list[str]:
+    """The names ``get_rules``' ``index`` takes: the layered names, or a single index's build name."""
+    return index_names(indexes) if len(indexes) > 1 else [index_info(ix)["name"] for ix in indexes]
+
+
+def _pick_index(indexes: list[Index], wanted: Any) -> list[Index]:
+    """The index named ``wanted`` (``get_rules``' ``index``), as a one-item list; None: every index."""
+    if wanted is None:
+        return indexes
+    wanted = require_text(wanted, "index")
+    names = served_index_names(indexes)
+    if wanted not in names:
+        raise ValueError(
+            f"index: no served index is called {wanted[:MAX_DOMAIN_CHARS]!r}; served: {', '.join(names)} (the "
+            "'index' field of a citation or of list_rules' rules)"
+        )
+    return [indexes[names.index(wanted)]]
 
 
 def _specificity(rule: RuleRecord) -> float:
@@ -369,8 +392,13 @@ MAX_DOMAIN_CHARS = 200
 """Rule ids are short; a longer ``domain`` is refused before it is compared with every id, or echoed."""
 
 
-def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
-    """One whole rule document; an unknown domain is a ValueError naming the closest ones."""
+def get_rule(indexes: Index | list[Index], domain: Any, in_index: Any = None) -> dict[str, Any]:
+    """One whole rule document; an unknown domain is a ValueError naming the closest ones.
+
+    Among layered indexes, ``in_index`` (a name from citations or ``list_rules``) picks the one to
+    read; without it a domain several indexes define is served from the most specific scope (then
+    the first given), as the ranking prefers it, and ``definedIn`` names every index that has it.
+    """
     indexes = _as_list(indexes)
     domain = require_text(domain, "domain")
     if len(domain) > MAX_DOMAIN_CHARS:
@@ -378,13 +406,11 @@ def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
             f"domain: {len(domain)} characters, at most {MAX_DOMAIN_CHARS}: pass a rule id or file stem from "
             "list_rules, e.g. 'security'"
         )
-    found = find_layered_rule(indexes, domain)
+    wanted = _pick_index(indexes, in_index)
+    hits = rule_hits(indexes, domain)
+    found = _preferred(hits) if wanted is indexes else _hit_in(hits, wanted[0])
     if found is None:
-        close = list(dict.fromkeys(d for ix in indexes for d in closest_domains(ix, domain)))[:3]
-        raise ValueError(
-            f"domain: no rule {domain!r} in this index; closest: {', '.join(close) or '(the index is empty)'}. "
-            "Call list_rules to see every domain."
-        )
+        raise ValueError(_no_rule(domain, wanted, in_index, [name for _, _, name in hits]))
     index, i, name = found
     rule = index.rule(i)
     out = {
@@ -394,7 +420,27 @@ def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
         "commit": index.commit,
         "content": render_rule(index, i),
     }
-    return {**out, "index": name} if name else out
+    if not name:
+        return out
+    defined_in = [n for _, _, n in hits]
+    return {**out, "index": name, **({"definedIn": defined_in} if len(defined_in) > 1 else {})}
+
+
+def _hit_in(hits: list[tuple[Index, int, str]], chosen: Index) -> tuple[Index, int, str] | None:
+    """The one of :func:`rule_hits` in the ``chosen`` index."""
+    return next((hit for hit in hits if hit[0] is chosen), None)
+
+
+def _no_rule(domain: str, searched: list[Index], in_index: str | None, elsewhere: list[str]) -> str:
+    """The error for a domain not found: where it is instead, else the closest domains."""
+    if in_index is not None and elsewhere:
+        return f"domain: no rule {domain!r} in index {in_index!r}; it is in: {', '.join(elsewhere)}"
+    close = list(dict.fromkeys(d for ix in searched for d in closest_domains(ix, domain)))[:3]
+    where = "this index" if in_index is None else f"index {in_index!r}"
+    return (
+        f"domain: no rule {domain!r} in {where}; closest: {', '.join(close) or '(the index is empty)'}. "
+        "Call list_rules to see every domain."
+    )
 
 
 DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug", "files")
@@ -499,11 +545,25 @@ def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -
     Each answer must have been asked for the maximum limit; entries are tagged with their index.
     """
     limit = int(_number(limit, "limit", 1, 20, integer=True))
-    merged = sorted(
+    ranked = sorted(
         ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
         key=lambda e: (-e["score"], e["index"], e["id"]),
     )
-    return {"results": merged[:limit], "totalMatches": sum(answer["totalMatches"] for _, answer in searches)}
+    merged = _first_copies(ranked)
+    total = sum(answer["totalMatches"] for _, answer in searches) - (len(ranked) - len(merged))
+    return {"results": merged[:limit], "totalMatches": total}
+
+
+def _first_copies(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best copy of each directive (same id and content) that overlapping layered indexes share."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for entry in entries:
+        key = (entry["id"], entry["content"])
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

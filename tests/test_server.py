@@ -642,3 +642,37 @@ def test_non_finite_numbers_are_errors_naming_the_field(holder: IndexHolder) -> 
             search_knowledge(holder.index, "password hashing", ids=directive_ids(holder.index), limit=bad)
         with pytest.raises(ValueError, match=r"options\.tokenBudget"):
             query_directives(holder.index, "Add an API endpoint", options={"tokenBudget": bad})
+
+
+def test_layered_get_rules_reads_the_cited_index(bundled_index: Path, tmp_path: Path) -> None:
+    """Two indexes both built as 'rules' and both defining 'security': the citation's index fetches its rule."""
+    rules = write_rules(
+        tmp_path / "project",
+        {"security.md": rule_doc("## Tokens\n\n- [MUST] Rotate project API tokens every 90 days.", id="security")},
+    )
+    project = build(rules, tmp_path / "proj.ruledex").path
+    org, proj = IndexHolder(bundled_index, check_interval=0), IndexHolder(project, check_interval=0)
+    try:
+        server = RuledexServer(org, layers=[proj])
+        listed = call(server, "list_rules").structured_content
+        names = [i["layer"] for i in listed["indexes"]]
+        assert names == ["bundled", "proj"], "clashing build names fall back to file stems"
+        answer = call(server, "query_directives", {"taskDescription": "Add user registration API endpoint"})
+        cited = {c["index"] for c in answer.structured_content["citations"] if c["rule"] == "security"}
+        assert cited == {"bundled", "proj"}, "both indexes' security rules answer, each named"
+        titles = {}
+        for name in cited:
+            document = call(server, "get_rules", {"domain": "security", "index": name}).structured_content
+            assert document["index"] == name
+            titles[name] = document["title"]
+        assert titles == {"bundled": "Application security", "proj": "Sample security"}
+        preferred = call(server, "get_rules", {"domain": "security"}).structured_content
+        assert preferred["index"] == "bundled", "equal scopes: the index given first"
+        assert preferred["definedIn"] == ["bundled", "proj"]
+        unknown = error_text(call(server, "get_rules", {"domain": "security", "index": "rules"}))
+        assert "index:" in unknown and "bundled, proj" in unknown
+        missing = error_text(call(server, "get_rules", {"domain": "testing", "index": "proj"}))
+        assert "in index 'proj'; it is in: bundled" in missing
+    finally:
+        org.close()
+        proj.close()
