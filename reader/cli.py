@@ -162,10 +162,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     files += named
     paths = path_evidence(files) if files else None
     if _has_index(args.index):
-        from .query import check_mode, detect_in_index
+        from .query import check_mode, read_task
 
         with _open(args) as index:
-            found = detect_in_index(index, args.text, check_mode(args.mode), llm_answer=answer, paths=paths).to_dict()
+            found = read_task([index], args.text, check_mode(args.mode), files, paths, answer).to_dict()
     else:
         from .detect import detect
 

@@ -337,6 +337,27 @@ def lead_detection(detections: list[Detection]) -> Detection:
     return max(detections, key=lambda det: det.confidence)
 
 
+def read_task(
+    indexes: list[Index],
+    task: str,
+    mode: str | None = None,
+    files: tuple[str, ...] = (),
+    paths: PathEvidence | None = None,
+    llm_answer: LLMAnswer | None = None,
+) -> Detection:
+    """What ``query_directives``' diagnostics say a task is about, over every (layered) index.
+
+    ``files`` are the edited files (given and named in the task), ``paths`` what they say. Without a
+    directive in any index, the built-in detector alone, as the answer of an empty index says.
+    """
+    found = [
+        detect_task(ix, task, mode, first_pass(ix, task, files, paths), llm_answer, paths)
+        for ix in indexes
+        if ix.n_directives
+    ]
+    return lead_detection(found) if found else merge(detect(task, mode, paths=paths), llm_answer)
+
+
 def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:
     """Add every directive of ``rules`` (tied to the edited files) to the candidates, ids ascending."""
     if not rules:

@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, Response
 from . import tools
 from .detect import MODES
 from .errors import ConfigError, RuledexError
+from .index import Index
 from .query import index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
 from .shapes import (
@@ -191,7 +192,7 @@ class RuleTools:
 
     def detect_context(self, text: TaskText, options: DetectOptionsArg = None) -> DetectedContext:
         """Layer, topics, technologies and keywords of a text."""
-        return self._run(lambda ld: tools.detect_context(ld.index, text, options))
+        return self._run_all(lambda lds: tools.detect_context([ld.index for ld in lds], text, options))
 
     def list_rules(self) -> RuleList:
         """Every rule document."""
@@ -364,7 +365,8 @@ class RuledexServer(MCPServer):
             refused = await self.http_security.validate_request(request)
             if refused is not None:
                 return refused
-        return JSONResponse({"status": "ok", "index": tools.index_info(self.holder.index)})
+        indexes = [self.holder.index, *(h.index for h in self.rule_tools.layers)]
+        return JSONResponse({"status": "ok", **tools.served_info(indexes)})
 
     async def list_resources(self) -> list[MCPResource]:
         """The registered resources plus one per rule document of the index serving now."""
@@ -518,16 +520,11 @@ def serve(
         extra = [IndexHolder(Path(p)) for p in layers or []]
         sock = listen(*address) if address is not None else None
         server = RuledexServer(holder, query_log=query_log, layers=extra)
-        info = tools.index_info(holder.index)
         bound = sock.getsockname()[:2] if sock is not None else None
         where = "stdio" if bound is None else f"http://{_url_host(bound[0])}:{bound[1]}/mcp"
         log.info(
-            "serving %s %s (%d rules, %d directives) from %s over %s%s",
-            info["name"],
-            info["version"],
-            info["rules"],
-            info["directives"],
-            index_path,
+            "serving %s over %s%s",
+            served_summary([holder.index, *(h.index for h in extra)]),
             where,
             f"; logging queries to {log_queries}" if log_queries else "",
         )
@@ -542,6 +539,19 @@ def serve(
         for layer in extra:
             layer.close()
     return 0
+
+
+def served_summary(indexes: list[Index]) -> str:
+    """The startup log's account of the served indexes: every one, named as citations name it when layered."""
+    parts = []
+    for ix, name in zip(indexes, index_names(indexes), strict=True):
+        info = tools.index_info(ix)
+        label = f"{name}: " if name else ""
+        parts.append(
+            f"{label}{info['name']} {info['version']} ({info['rules']} rules, {info['directives']} directives) "
+            f"from {info['path']}"
+        )
+    return f"{len(parts)} layered indexes: " + "; ".join(parts) if len(parts) > 1 else parts[0]
 
 
 def _version() -> str:

@@ -30,7 +30,7 @@ from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
 from .paths import named_files, path_evidence
 from .pin import verify_pinned
-from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
+from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, index_names, query_directives, read_task
 from .rank import ranking_for
 from .records import RuleRecord
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
@@ -333,9 +333,16 @@ def list_rules(indexes: Index | list[Index]) -> dict[str, Any]:
     indexes = _as_list(indexes)
     named = list(zip(indexes, index_names(indexes), strict=True))
     rules = [{**rule_summary(r), "index": name} if name else rule_summary(r) for ix, name in named for r in ix.rules()]
-    out = {"rules": rules, "total": len(rules), "index": index_info(indexes[0])}
+    return {"rules": rules, "total": len(rules), **served_info(indexes)}
+
+
+def served_info(indexes: list[Index]) -> dict[str, Any]:
+    """Which indexes answer: ``index`` (the first), and with layered indexes ``indexes``, each with its name."""
+    out: dict[str, Any] = {"index": index_info(indexes[0])}
     if len(indexes) > 1:
-        out["indexes"] = [{**index_info(ix), "layer": name} for ix, name in named]
+        out["indexes"] = [
+            {**index_info(ix), "layer": name} for ix, name in zip(indexes, index_names(indexes), strict=True)
+        ]
     return out
 
 
@@ -446,8 +453,12 @@ def _no_rule(domain: str, searched: list[Index], in_index: str | None, elsewhere
 DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug", "files")
 
 
-def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, Any]:
-    """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold."""
+def detect_context(indexes: Index | list[Index], text: Any, options: Any = None) -> dict[str, Any]:
+    """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold.
+
+    Read as ``query_directives`` reads a task (:func:`~ruledex.reader.query.read_task`): over every
+    layered index, with the same retrieval feedback, so both report the same layer and topics.
+    """
     raw = _options(options, DETECT_OPTIONS)
     text, notes = clip_task(require_text(text, "text"))
     keep_keywords = _bool(raw, "returnKeywords", DETECT_DEFAULTS["returnKeywords"])
@@ -463,7 +474,7 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
         notes.append(f"files named in the text, read as edited files: {', '.join(named)}")
     files = given + named
     paths = path_evidence(files) if files else None
-    found = dict(detect_in_index(index, text, mode, paths=paths).to_dict())
+    found = dict(read_task(_as_list(indexes), text, mode, files, paths).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:
         notes.append(f"layer {found['detectedLayer']} left out: confidence {found['confidence']} < {threshold}")
         found["detectedLayer"] = None

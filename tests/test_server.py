@@ -676,3 +676,54 @@ def test_layered_get_rules_reads_the_cited_index(bundled_index: Path, tmp_path: 
     finally:
         org.close()
         proj.close()
+
+
+def healthz(server: RuledexServer) -> tuple[int, dict[str, Any]]:
+    """GET /healthz on ``server`` (no transport): the status code and the JSON body."""
+    from starlette.requests import Request
+
+    request = Request({"type": "http", "method": "GET", "path": "/healthz", "headers": [], "query_string": b""})
+    response = anyio.run(server._healthz, request)
+    return response.status_code, json.loads(response.body)
+
+
+@pytest.mark.parametrize("layered", [False, True])
+def test_detect_context_reads_a_task_as_query_directives_does(
+    layered: bool, bundled_index: Path, tiny_index: Path
+) -> None:
+    """Same layer, topics and confidence as the answer's diagnostics, over every layered index."""
+    org = IndexHolder(bundled_index, check_interval=0)
+    extra = [IndexHolder(tiny_index, check_interval=0)] if layered else []
+    server = RuledexServer(org, layers=extra)
+    keys = ("detectedLayer", "topics", "confidence", "technologies", "keywords")
+    try:
+        for task in ("Write a Cypress API test for login", "Add user registration API endpoint", "Validate the body"):
+            for options in ({}, {"files": ["tests/test_login.py"]}):
+                found = call(server, "detect_context", {"text": task, "options": options}).structured_content
+                answer = call(server, "query_directives", {"taskDescription": task, "options": options})
+                diagnostics = answer.structured_content["diagnostics"]
+                assert {k: found[k] for k in keys} == {k: diagnostics[k] for k in keys}, (task, options)
+    finally:
+        org.close()
+        for holder in extra:
+            holder.close()
+
+
+def test_healthz_and_the_startup_log_name_every_layered_index(bundled_index: Path, tiny_index: Path) -> None:
+    from ruledex.reader.server import served_summary
+
+    org, team = IndexHolder(bundled_index, check_interval=0), IndexHolder(tiny_index, check_interval=0)
+    try:
+        status, body = healthz(RuledexServer(org, layers=[team]))
+        assert status == 200 and body["status"] == "ok"
+        assert body["index"]["path"] == str(bundled_index)
+        assert [(i["layer"], i["path"]) for i in body["indexes"]] == [
+            ("bundled", str(bundled_index)),
+            ("tiny", str(tiny_index)),
+        ]
+        summary = served_summary([org.index, team.index])
+        assert summary.startswith("2 layered indexes: bundled: ") and "tiny: rules" in summary
+        assert str(tiny_index) in summary and str(bundled_index) in summary
+    finally:
+        org.close()
+        team.close()
