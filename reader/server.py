@@ -24,10 +24,11 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from mcp.types import Resource as MCPResource
 from pydantic import Field, ValidationError
 from starlette.requests import Request
@@ -253,26 +254,37 @@ class RuleTools:
         return self._run_all(lambda lds: tools.open_nodes(self._graph(lds), names))
 
     def rule_document(self, domain: str) -> str:
-        """The ``ruledex://rules/{domain}`` resource: a rule as markdown."""
-        with self._all() as loaded:
-            try:
+        """The ``ruledex://rules/{domain}`` resource: a rule as markdown (an unreadable index: its message)."""
+        try:
+            with self._all() as loaded:
                 return tools.get_rule([ld.index for ld in loaded], domain)["content"]
-            except ValueError as exc:
-                raise ResourceNotFoundError(str(exc)) from exc
+        except ValueError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except RuledexError as exc:
+            raise ResourceError(str(exc)) from None
+
+    def check(self) -> None:
+        """Raise the error a tool would give if the served indexes cannot answer now (e.g. one rewritten in place)."""
+        with self._all():
+            pass
 
     def rule_resources(self) -> list[MCPResource]:
-        """One resource per rule document of the current index."""
-        with self._all() as loaded:
-            return [
-                MCPResource(
-                    uri=f"{RESOURCE_PREFIX}{rule.id}",
-                    name=rule.id,
-                    title=rule.title,
-                    description=rule.description or None,
-                    mime_type="text/markdown",
-                )
-                for rule in tools.served_rules([ld.index for ld in loaded])
-            ]
+        """One resource per rule document of the current index (an unreadable index: an error with its message)."""
+        try:
+            with self._all() as loaded:
+                rules = tools.served_rules([ld.index for ld in loaded])
+        except RuledexError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
+        return [
+            MCPResource(
+                uri=f"{RESOURCE_PREFIX}{rule.id}",
+                name=rule.id,
+                title=rule.title,
+                description=rule.description or None,
+                mime_type="text/markdown",
+            )
+            for rule in rules
+        ]
 
 
 TOOL_NAMES = tuple(DESCRIPTIONS)
@@ -366,6 +378,10 @@ class RuledexServer(MCPServer):
             if refused is not None:
                 return refused
         indexes = [self.holder.index, *(h.index for h in self.rule_tools.layers)]
+        try:
+            await anyio.to_thread.run_sync(self.rule_tools.check)  # what a tool call would find, e.g. a truncated file
+        except RuledexError as exc:
+            return JSONResponse({"status": "error", "error": str(exc), **tools.served_info(indexes)}, status_code=503)
         return JSONResponse({"status": "ok", **tools.served_info(indexes)})
 
     async def list_resources(self) -> list[MCPResource]:

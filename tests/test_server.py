@@ -727,3 +727,35 @@ def test_healthz_and_the_startup_log_name_every_layered_index(bundled_index: Pat
     finally:
         org.close()
         team.close()
+
+
+def test_an_index_overwritten_in_place_is_reported_by_healthz_and_resources(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path
+) -> None:
+    """/healthz and the resources give the tools' clear message, not 200 ok or 'Internal server error'."""
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600)
+    try:
+        server = RuledexServer(holder)
+        assert healthz(server)[0] == 200
+        with open(served, "r+b") as fh:
+            fh.truncate(4096)
+        tool_error = error_text(call(server, "list_rules"))
+        assert "overwritten in place" in tool_error
+        status, body = healthz(server)
+        assert status == 503 and body["status"] == "error" and tool_error.endswith(body["error"])
+
+        async def resources(client: Client) -> list[str]:
+            messages = []
+            for request in (client.list_resources(), client.read_resource("ruledex://rules/security")):
+                with pytest.raises(MCPError) as caught:
+                    await request
+                messages.append(str(caught.value))
+            return messages
+
+        for message in with_client(server, resources):
+            assert "overwritten in place" in message and str(served) in message
+        shutil.copyfile(tiny_index, served)  # a good file copied over it: healthy again
+        assert healthz(server)[0] == 200
+    finally:
+        holder.close()
