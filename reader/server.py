@@ -14,6 +14,7 @@ This is the only module that imports the MCP SDK, so ``ruledex query`` never loa
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import time
@@ -545,7 +546,7 @@ def serve(
             f"; logging queries to {log_queries}" if log_queries else "",
         )
         if sock is None:
-            anyio.run(server.run_stdio_async)
+            _run_stdio(server)
         else:
             anyio.run(_serve_http, server, sock)
     finally:
@@ -555,6 +556,30 @@ def serve(
         for layer in extra:
             layer.close()
     return 0
+
+
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+"""What writing to a client that went away raises (its end of stdout closed: the IDE was killed)."""
+
+
+def _run_stdio(server: RuledexServer) -> None:
+    """Serve over stdio until the client leaves; a client that closed stdout mid-request is a quiet stop."""
+    try:
+        anyio.run(server.run_stdio_async)
+    except (*CLIENT_GONE, BaseExceptionGroup) as exc:
+        if not client_gone(exc):
+            raise
+        log.info("the client closed its end of stdout (stopped or killed); stopping")
+        # nothing more can reach the client: send what is still buffered for stdout nowhere, so that
+        # flushing it at exit is not another broken pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception in its group) only says the client went away."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(inner) for inner in exc.exceptions)
+    return isinstance(exc, CLIENT_GONE)
 
 
 def served_summary(indexes: list[Index]) -> str:
