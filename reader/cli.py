@@ -26,6 +26,9 @@ SUFFIX = ".ruledex"  # = format.SUFFIX; kept here so `--help` does not import nu
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
+DIST = "dist"
+"""Where commands look for an index without ``--index`` or a pin: the newest ``*.ruledex`` there."""
+
 _QUERY_DEFAULTS = QueryOptions()
 """The flags' defaults are the query options' own (reader/options.py)."""
 
@@ -44,13 +47,15 @@ def find_index(explicit: str | None) -> Path:
     pinned = find_pinned_index(Path.cwd())
     if pinned is not None:
         return pinned
-    candidates = sorted(Path("dist").glob(f"*{SUFFIX}"), key=lambda p: (p.stat().st_mtime, p.name))
-    if not candidates:
+    from .format import newest_index
+
+    newest = newest_index(Path(DIST))
+    if newest is None:
         raise ConfigError(
             "no index given, no ruledex.toml pin found from here up, and none in ./dist; pin one with "
             "`ruledex pin SOURCE`, build one with `ruledex build`, or pass --index FILE"
         )
-    return candidates[-1]
+    return newest
 
 
 def layered_paths(values: list[str]) -> list[Path]:
@@ -75,7 +80,7 @@ def _has_index(explicit: str | None) -> bool:
     """Whether :func:`find_index` has anything to find (``detect`` works without an index)."""
     from .pin import find_config
 
-    return bool(explicit) or find_config(Path.cwd()) is not None or any(Path("dist").glob(f"*{SUFFIX}"))
+    return bool(explicit) or find_config(Path.cwd()) is not None or any(Path(DIST).glob(f"*{SUFFIX}"))
 
 
 def _open(args: argparse.Namespace) -> Any:
@@ -359,8 +364,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     paths = layered_paths(args.index or [])
     config = None if paths else find_config(Path.cwd())
     pinned = read_pin(config).sha256 if config is not None else None
+    chosen_from_dist = not paths and config is None  # then follow the newest build there; a pin is exact
     return serve(
         pinned_sha256=pinned,
+        follow=Path(DIST).absolute() if chosen_from_dist else None,
         index_path=find_index(str(paths[0]) if paths else None),
         layers=[Path(p) for p in paths[1:]],
         http=args.http,

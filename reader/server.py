@@ -525,12 +525,16 @@ def serve(
     log_queries: Path | None,
     pinned_sha256: str | None = None,
     layers: list[Path] | None = None,
+    follow: Path | None = None,
 ) -> int:
-    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP).
+
+    ``follow``: the folder the index was chosen from (``./dist``), whose newest index is served.
+    """
     _configure_logging()
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
-    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256)
+    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256, follow=follow)
     extra: list[IndexHolder] = []
     sock = None
     try:
@@ -540,9 +544,10 @@ def serve(
         bound = sock.getsockname()[:2] if sock is not None else None
         where = "stdio" if bound is None else f"http://{_url_host(bound[0])}:{bound[1]}/mcp"
         log.info(
-            "serving %s over %s%s",
+            "serving %s over %s%s%s",
             served_summary([holder.index, *(h.index for h in extra)]),
             where,
+            f"; following the newest index in {follow}" if follow else "",
             f"; logging queries to {log_queries}" if log_queries else "",
         )
         if sock is None:

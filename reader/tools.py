@@ -40,6 +40,10 @@ T = TypeVar("T")
 
 Signature = tuple[Any, ...]
 
+FOLDER_SETTLE_NS = 2_000_000_000
+"""A followed folder changed more recently than this is scanned again at the next check: a second
+change within the file system's timestamp granularity might not move its mtime."""
+
 
 def file_signature(path: Path) -> Signature:
     """What identifies one version of an index file: device, inode, size, mtime, and the sidecar's."""
@@ -87,15 +91,26 @@ class Loaded:
 class IndexHolder:
     """The served index: opened once, swapped between requests when its file is replaced."""
 
-    def __init__(self, path: Path, *, check_interval: float = 1.0, pinned_sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        check_interval: float = 1.0,
+        pinned_sha256: str | None = None,
+        follow: Path | None = None,
+    ) -> None:
         """Open and check ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); look for a new file at most every ``check_interval`` s.
 
         With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
-        the pinned file: a pin means one exact rule set, even under hot reload.
+        the pinned file: a pin means one exact rule set, even under hot reload. With ``follow`` (the
+        folder the index was chosen from, ``./dist`` without ``--index`` or a pin), a newer
+        ``*.ruledex`` there is served instead once it verifies: a rebuild writes a new file name.
         """
         self.path = Path(path)
         self.check_interval = check_interval
         self.pinned_sha256 = pinned_sha256
+        self.follow = Path(follow) if follow is not None else None
+        self._folder_seen: int | None = None
         fmt.check_sections(self.path)  # every section's checksum, as a reload checks: never serve a damaged file
         index = Index(self.path)
         self._current = Loaded(index, file_signature(self.path))
@@ -163,6 +178,8 @@ class IndexHolder:
             return False
         try:
             self._next_check = time.monotonic() + self.check_interval
+            if self.follow is not None and self._follow_newest(self.follow):
+                return True
             try:
                 signature = file_signature(self.path)
             except OSError as exc:
@@ -177,30 +194,57 @@ class IndexHolder:
         finally:
             self._reload_lock.release()
 
-    def _load(self, signature: Signature) -> bool:
+    def _follow_newest(self, folder: Path) -> bool:
+        """Serve the newest index in ``folder`` if it is another file and verifies; True if swapped.
+
+        One ``stat`` of the folder per check: its mtime moves when a file is renamed into it. A change
+        too recent to be sure the mtime would move again (timestamps are coarse) is looked at again.
+        """
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except OSError:
+            return False
+        if mtime == self._folder_seen:
+            return False
+        if time.time_ns() - mtime > FOLDER_SETTLE_NS:
+            self._folder_seen = mtime
+        newest = fmt.newest_index(folder)
+        if newest is None or newest.resolve() == self.path.resolve():
+            return False
+        try:
+            signature = file_signature(newest)
+        except OSError:
+            return False
+        return signature != self._refused and self._load(signature, newest)
+
+    def _load(self, signature: Signature, path: Path | None = None) -> bool:
+        """Verify and serve ``path`` (default: the served file, replaced) if it still has ``signature``."""
+        path = self.path if path is None else path
+        replaced = path == self.path
+        what = "the replaced index file" if replaced else f"the newest index in {path.parent}, {path.name}"
         new: Loaded | None = None
         try:
             # structure and every section's CRC-32; not the sidecar, which lands in a second rename
             # just after the index (checking it here refused good releases for a moment)
-            fmt.verify(self.path, check_sidecar=False)
+            fmt.verify(path, check_sidecar=False)
             if self.pinned_sha256 is not None:
-                verify_pinned(self.path, self.pinned_sha256)
-            new = Loaded(Index(self.path), signature)
+                verify_pinned(path, self.pinned_sha256)
+            new = Loaded(Index(path), signature)
             new.warm()
         except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving
             if new is not None:
                 self._close(new)
             self._refused = signature
             log.error(
-                "refused the replaced index file: %s; still serving %s %s (it is retried when the file or its "
-                "sidecar changes again)",
+                "refused %s: %s; still serving %s %s (it is retried when the file or its sidecar changes again)",
+                what,
                 exc,
                 self.index.manifest.get("name"),
                 self.index.manifest.get("version"),
             )
             return False
         with suppress(OSError):
-            if file_signature(self.path) != signature:  # replaced again while we read it: look again next time
+            if file_signature(path) != signature:  # replaced again while we read it: look again next time
                 self._close(new)
                 self._next_check = 0.0
                 return False
@@ -208,7 +252,7 @@ class IndexHolder:
             if self._closed:
                 old = new
             else:
-                old, self._current = self._current, new
+                old, self._current, self.path = self._current, new, path
             old.retired = True
             done = old.users == 0
         self._refused = None
@@ -218,8 +262,8 @@ class IndexHolder:
             return False
         m = new.index.manifest
         log.info(
-            "switched to the replaced index file %s: %s %s (%d rules, %d directives)",
-            self.path,
+            "switched to %s: %s %s (%d rules, %d directives)",
+            f"{what} {path}" if replaced else what,
             m.get("name"),
             m.get("version"),
             new.index.n_rules,

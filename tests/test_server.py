@@ -759,3 +759,64 @@ def test_an_index_overwritten_in_place_is_reported_by_healthz_and_resources(
         assert healthz(server)[0] == 200
     finally:
         holder.close()
+
+
+def publish(data: bytes, target: Path, mtime: float) -> None:
+    """Publish a new build as ``ruledex build`` does: a temporary file beside it, renamed into place."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(data)
+    os.utime(tmp, (mtime, mtime))
+    os.replace(tmp, target)
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_an_index_chosen_from_dist_follows_the_newest_build(
+    follow: bool, bundled_index: Path, tiny_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rebuild writes a new file name (rules-<version>.ruledex): without --index or a pin, serve it."""
+    dist = tmp_path / "dist"
+    first = served_copy(bundled_index, dist)
+    holder = IndexHolder(first, check_interval=0, follow=dist if follow else None)
+    corrupt = bytearray(bundled_index.read_bytes())
+    corrupt[-100] ^= 0xFF  # the header is fine, the last section's checksum is not
+    now = first.stat().st_mtime
+    try:
+        server = RuledexServer(holder)
+
+        async def body(client: Client) -> list[Any]:
+            seen = [(await client.call_tool("list_rules", {})).structured_content]
+            publish(tiny_index.read_bytes(), dist / "rules-v2.ruledex", now + 10)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            publish(bytes(corrupt), dist / "rules-v3.ruledex", now + 20)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            return seen
+
+        with caplog.at_level(logging.INFO, logger="ruledex"):
+            before, after, refused, again = with_client(server, body)
+        assert before["total"] > 1
+        if not follow:  # --index or a pin: the file given, nothing else
+            assert after["total"] == refused["total"] == before["total"]
+            return
+        assert after["total"] == 1 and after["index"]["path"] == str(dist / "rules-v2.ruledex")
+        assert refused == again == after, "a newest file that fails verification is refused; the last good one serves"
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(errors) == 1 and "rules-v3.ruledex" in errors[0] and "checksum" in errors[0]
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize(("argv", "follows"), [([], True), (["--index", "dist/a.ruledex"], False)])
+def test_serve_follows_dist_only_when_it_chose_the_index_there(
+    argv: list[str], follows: bool, bundled_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ruledex.reader import server as server_module
+    from ruledex.reader.cli import main
+
+    served_copy(bundled_index, tmp_path / "dist").rename(tmp_path / "dist" / "a.ruledex")
+    monkeypatch.chdir(tmp_path)
+    given: dict[str, Any] = {}
+    monkeypatch.setattr(server_module, "serve", lambda **kwargs: given.update(kwargs) or 0)
+    assert main(["serve", *argv]) == 0
+    assert given["index_path"].name == "a.ruledex"
+    assert given["follow"] == ((tmp_path / "dist").absolute() if follows else None)
