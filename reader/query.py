@@ -36,11 +36,11 @@ SEMANTIC_MIN = 0.45
 
 
 def check_mode(mode: str | None) -> str | None:
-    """Validate ``modeSlug``."""
-    if mode is None or mode == "":
+    """Validate ``modeSlug``: one of :data:`MODES`, or None (an empty string is refused, as the schema's enum says)."""
+    if mode is None:
         return None
     if mode not in MODES:
-        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}, or leave modeSlug out")
     return mode
 
 
@@ -196,6 +196,8 @@ def rank_task(
         | rule_matched
         | in_rules(candidate_rules, first.topical)
     )
+    if nothing_specific(det, got, rule_matched, opts):  # the closest by meaning alone is noise, not a match
+        keep &= in_pinned | in_rules(candidate_rules, first.topical)
     ranking = ranking_for(index.declared_share)
     sure = det.confidence >= ranking.strict_min_confidence
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or sure)
@@ -261,6 +263,16 @@ def rank_task(
     return Ranked(
         index, det, layer, topics, items, breakdowns, notes, len(got.ids), timings, matched, cut, index_name, extra
     )
+
+
+def nothing_specific(det: Detection, got: Retrieval, rule_matched: Any, opts: QueryOptions) -> bool:
+    """Whether a task names nothing the index knows: no word in common, no layer or topic, no files.
+
+    Its directives closest by meaning are then noise ("zzzz qqqq" is 0.5 from some directive), so the
+    answer is the no-match one: the core rules, or none, with a note saying so.
+    """
+    lexical = bool(np.any(got.bm25 > 0)) or bool(np.any(rule_matched))
+    return not (lexical or det.layer or det.topics or opts.files or opts.layer)
 
 
 def always_items(index: Index, opts: QueryOptions, index_name: str, scores: dict[str, float]) -> list[Item]:

@@ -29,7 +29,15 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp.types import Resource as MCPResource
 from pydantic import Field, ValidationError
 from starlette.requests import Request
@@ -56,6 +64,7 @@ from .shapes import (
     RuleList,
     TaskText,
     enum_schema,
+    number_schema,
 )
 from .tools import IndexHolder, Loaded
 from .vocab import LAYERS, SCOPES
@@ -213,8 +222,8 @@ class RuleTools:
         category: Annotated[
             str | None, enum_schema(LAYERS, "Only directives of this layer (or of every layer).")
         ] = None,
-        limit: Annotated[int, Field(description="Results to return, 1-20.")] = 5,
-        minConfidence: Annotated[float, Field(description="Drop results scoring below this (0-1).")] = 0.0,
+        limit: Annotated[Any, number_schema("integer", *tools.LIMIT_RANGE, 5, "Results to return.")] = 5,
+        minConfidence: Annotated[Any, number_schema("number", 0, 1, 0.0, "Drop results scoring below this.")] = 0.0,
     ) -> KnowledgeResults:
         """Directives as knowledge entries."""
 
@@ -389,6 +398,21 @@ class RuledexServer(MCPServer):
         """The registered resources plus one per rule document of the index serving now."""
         return [*await super().list_resources(), *await anyio.to_thread.run_sync(self.rule_tools.rule_resources)]
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Render a prompt; an unknown argument is an error that names it and the prompt's arguments."""
+        prompt = self._prompt_manager.get_prompt(name)
+        known = [arg.name for arg in prompt.arguments or []] if prompt is not None else []
+        unknown = sorted(set(arguments or {}) - set(known))
+        if prompt is not None and unknown:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown argument(s) for prompt {name}: {', '.join(unknown)}. {name} takes: "
+                f"{_prompt_arguments(prompt)}.",
+            )
+        return await super().get_prompt(name, arguments, context)
+
     async def _schema(self, name: str) -> dict[str, Any]:
         if not self._schemas:
             self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
@@ -436,6 +460,12 @@ def _log_call(
         query_log.write(log_record(name, arguments, latency_ms=latency_ms, structured=structured, error=error))
     except OSError as exc:
         log.warning("cannot write the query log %s: %s", query_log.path, exc)
+
+
+def _prompt_arguments(prompt: Prompt) -> str:
+    """A prompt's arguments as a reader would say them: ``task (string, optional)``."""
+    args = [f"{a.name} (string, {'required' if a.required else 'optional'})" for a in prompt.arguments or []]
+    return ", ".join(args) or "no arguments"
 
 
 def _prompt_for(mode: str) -> Callable[..., str]:

@@ -165,6 +165,13 @@ class OpenedNodes(Graph):
 # Input schemas the SDK cannot derive from plain types (validation is the reader's, with its messages)
 
 
+def number_schema(kind: str, low: float, high: float, default: float, description: str) -> WithJsonSchema:
+    """A JSON-schema ``integer`` or ``number`` with its bounds; the reader validates (a string is refused)."""
+    return WithJsonSchema(
+        {"type": kind, "minimum": low, "maximum": high, "default": default, "description": description}
+    )
+
+
 def enum_schema(values: tuple[str, ...], description: str) -> WithJsonSchema:
     """A JSON-schema string enum, so clients see the allowed values in the tool's input schema."""
     return WithJsonSchema({"type": "string", "enum": list(values), "description": description})

@@ -530,6 +530,9 @@ def detect_context(indexes: Index | list[Index], text: Any, options: Any = None)
 
 PRIORITY = {"MUST": "high", "SHOULD": "medium", "MAY": "low"}
 
+LIMIT_RANGE = (1, 20)
+"""``search_knowledge``'s ``limit``: the fewest and most results it returns."""
+
 
 def directive_ids(index: Index) -> dict[str, int]:
     """Directive id -> row number."""
@@ -554,7 +557,7 @@ def search_knowledge(
         raise ValueError(f"contextTags: must be a list of strings (topics such as {', '.join(TOPICS[:4])}, …)")
     scope = _choice(scope, "scope", SCOPES)
     category = _choice(category, "category", LAYERS)
-    limit = int(_number(limit, "limit", 1, 20, integer=True))
+    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
     min_confidence = _number(min_confidence, "minConfidence", 0, 1)
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
@@ -599,7 +602,7 @@ def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -
 
     Each answer must have been asked for the maximum limit; entries are tagged with their index.
     """
-    limit = int(_number(limit, "limit", 1, 20, integer=True))
+    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
     ranked = sorted(
         ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
         key=lambda e: (-e["score"], e["index"], e["id"]),

@@ -820,3 +820,29 @@ def test_serve_follows_dist_only_when_it_chose_the_index_there(
     assert main(["serve", *argv]) == 0
     assert given["index_path"].name == "a.ruledex"
     assert given["follow"] == ((tmp_path / "dist").absolute() if follows else None)
+
+
+def test_empty_mode_string_limits_and_prompt_arguments_are_checked(server: RuledexServer) -> None:
+    """modeSlug '' (outside the schema's enum), limit '5' (a string) and an unknown prompt argument."""
+    for name, arguments in (
+        ("query_directives", {"taskDescription": "Add an endpoint", "modeSlug": ""}),
+        ("detect_context", {"text": "Add an endpoint", "options": {"modeSlug": ""}}),
+    ):
+        message = error_text(call(server, name, arguments))
+        assert "modeSlug" in message and "architect, code, debug" in message
+    assert "limit: must be an integer from 1 to 20, got '5'" in error_text(
+        call(server, "search_knowledge", {"query": "password hashing", "limit": "5"})
+    )
+    schema = next(t for t in with_client(server, lambda c: c.list_tools()).tools if t.name == "search_knowledge")
+    properties = schema.input_schema["properties"]
+    assert (properties["limit"]["minimum"], properties["limit"]["maximum"]) == (1, 20)
+    assert (properties["minConfidence"]["minimum"], properties["minConfidence"]["maximum"]) == (0, 1)
+
+    async def prompt(client: Client) -> str:
+        with pytest.raises(MCPError) as caught:
+            await client.get_prompt("code", {"bogus": "1"})
+        assert (await client.get_prompt("code", {"task": "Add an endpoint"})).messages
+        return str(caught.value)
+
+    message = with_client(server, prompt)
+    assert "bogus" in message and "task (string, optional)" in message
