@@ -26,6 +26,9 @@ SUFFIX = ".ruledex"  # = format.SUFFIX; kept here so `--help` does not import nu
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
+DIST = "dist"
+"""Where commands look for an index without ``--index`` or a pin: the newest ``*.ruledex`` there."""
+
 _QUERY_DEFAULTS = QueryOptions()
 """The flags' defaults are the query options' own (reader/options.py)."""
 
@@ -44,20 +47,40 @@ def find_index(explicit: str | None) -> Path:
     pinned = find_pinned_index(Path.cwd())
     if pinned is not None:
         return pinned
-    candidates = sorted(Path("dist").glob(f"*{SUFFIX}"), key=lambda p: (p.stat().st_mtime, p.name))
-    if not candidates:
+    from .format import newest_index
+
+    newest = newest_index(Path(DIST))
+    if newest is None:
         raise ConfigError(
             "no index given, no ruledex.toml pin found from here up, and none in ./dist; pin one with "
             "`ruledex pin SOURCE`, build one with `ruledex build`, or pass --index FILE"
         )
-    return candidates[-1]
+    return newest
+
+
+def layered_paths(values: list[str]) -> list[Path]:
+    """The files of a repeated ``--index``; one file given twice (by any path) is a usage error.
+
+    The same index twice would answer every directive twice; it is never what was meant.
+    """
+    paths = [Path(v) for v in values]
+    first: dict[Path, Path] = {}
+    for path in paths:
+        same = first.setdefault(path.resolve(), path)
+        if same is not path:
+            shown = f"{same}" if str(same) == str(path) else f"{same} and {path}"
+            raise ValueError(
+                f"--index: {shown} given twice (the same file); give each layered index once, e.g. "
+                "--index org.ruledex --index project.ruledex"
+            )
+    return paths
 
 
 def _has_index(explicit: str | None) -> bool:
     """Whether :func:`find_index` has anything to find (``detect`` works without an index)."""
     from .pin import find_config
 
-    return bool(explicit) or find_config(Path.cwd()) is not None or any(Path("dist").glob(f"*{SUFFIX}"))
+    return bool(explicit) or find_config(Path.cwd()) is not None or any(Path(DIST).glob(f"*{SUFFIX}"))
 
 
 def _open(args: argparse.Namespace) -> Any:
@@ -111,7 +134,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"ruledex: note: {note}", file=sys.stderr)
     from .index import Index
 
-    paths = [Path(p) for p in args.index] if args.index else [find_index(None)]
+    paths = layered_paths(args.index) if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
         result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
@@ -144,10 +167,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     files += named
     paths = path_evidence(files) if files else None
     if _has_index(args.index):
-        from .query import check_mode, detect_in_index
+        from .query import check_mode, read_task
 
         with _open(args) as index:
-            found = detect_in_index(index, args.text, check_mode(args.mode), llm_answer=answer, paths=paths).to_dict()
+            found = read_task([index], args.text, check_mode(args.mode), files, paths, answer).to_dict()
     else:
         from .detect import detect
 
@@ -338,12 +361,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .pin import find_config, read_pin
     from .server import serve
 
-    paths = args.index or []
+    paths = layered_paths(args.index or [])
     config = None if paths else find_config(Path.cwd())
     pinned = read_pin(config).sha256 if config is not None else None
+    chosen_from_dist = not paths and config is None  # then follow the newest build there; a pin is exact
     return serve(
         pinned_sha256=pinned,
-        index_path=find_index(paths[0] if paths else None),
+        follow=Path(DIST).absolute() if chosen_from_dist else None,
+        index_path=find_index(str(paths[0]) if paths else None),
         layers=[Path(p) for p in paths[1:]],
         http=args.http,
         log_queries=Path(args.log_queries) if args.log_queries else None,

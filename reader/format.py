@@ -238,6 +238,21 @@ def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
+def newest_index(folder: Path) -> Path | None:
+    """The newest ``*.ruledex`` in ``folder`` (by modification time, then name); None if there is none.
+
+    What commands and the server use without ``--index`` or a pin (``./dist``): a build writes a new
+    file name per version, so the newest is the latest build.
+    """
+    candidates = []
+    for path in Path(folder).glob(f"*{SUFFIX}"):
+        try:
+            candidates.append((path.stat().st_mtime, path.name, path))
+        except OSError:  # removed while we looked
+            continue
+    return max(candidates)[2] if candidates else None
+
+
 class Artifact:
     """An opened index file: owns one read-only mmap and the numpy views over it."""
 

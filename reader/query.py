@@ -36,11 +36,11 @@ SEMANTIC_MIN = 0.45
 
 
 def check_mode(mode: str | None) -> str | None:
-    """Validate ``modeSlug``."""
-    if mode is None or mode == "":
+    """Validate ``modeSlug``: one of :data:`MODES`, or None (an empty string is refused, as the schema's enum says)."""
+    if mode is None:
         return None
     if mode not in MODES:
-        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}, or leave modeSlug out")
     return mode
 
 
@@ -178,15 +178,7 @@ def rank_task(
     qvec, terms, got, scoped, always = first.vector, first.terms, first.got, first.scoped, index.always_apply_rules
     timings["retrieve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    det = detect_in_index(
-        index,
-        task,
-        mode,
-        qvec,
-        feedback=first.votes(index),
-        llm_answer=llm_answer,
-        paths=paths,
-    )
+    det = detect_task(index, task, mode, first, llm_answer, paths)
     layer = opts.layer or det.layer
     topics = tuple(dict.fromkeys([*det.topics, *opts.topicsBias]))
     timings["detect"] = time.perf_counter() - t0
@@ -204,6 +196,8 @@ def rank_task(
         | rule_matched
         | in_rules(candidate_rules, first.topical)
     )
+    if nothing_specific(det, got, rule_matched, opts):  # the closest by meaning alone is noise, not a match
+        keep &= in_pinned | in_rules(candidate_rules, first.topical)
     ranking = ranking_for(index.declared_share)
     sure = det.confidence >= ranking.strict_min_confidence
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or sure)
@@ -271,6 +265,16 @@ def rank_task(
     )
 
 
+def nothing_specific(det: Detection, got: Retrieval, rule_matched: Any, opts: QueryOptions) -> bool:
+    """Whether a task names nothing the index knows: no word in common, no layer or topic, no files.
+
+    Its directives closest by meaning are then noise ("zzzz qqqq" is 0.5 from some directive), so the
+    answer is the no-match one: the core rules, or none, with a note saying so.
+    """
+    lexical = bool(np.any(got.bm25 > 0)) or bool(np.any(rule_matched))
+    return not (lexical or det.layer or det.topics or opts.files or opts.layer)
+
+
 def always_items(index: Index, opts: QueryOptions, index_name: str, scores: dict[str, float]) -> list[Item]:
     """The directives of the rules that always apply, rule by rule, MUST first, then in document order.
 
@@ -326,6 +330,46 @@ def authoritative_rules(index: Index, topics: tuple[str, ...]) -> set[int]:
     return set(np.flatnonzero(index.rule_authority & mask).tolist()) if mask else set()
 
 
+def detect_task(
+    index: Index,
+    task: str,
+    mode: str | None,
+    first: FirstPass,
+    llm_answer: LLMAnswer | None = None,
+    paths: PathEvidence | None = None,
+) -> Detection:
+    """How ``query_directives`` reads a task on one index: detection fed by the task's first pass."""
+    return detect_in_index(
+        index, task, mode, first.vector, feedback=first.votes(index), llm_answer=llm_answer, paths=paths
+    )
+
+
+def lead_detection(detections: list[Detection]) -> Detection:
+    """The detection an answer over layered indexes reports: the most confident (the first of equals)."""
+    return max(detections, key=lambda det: det.confidence)
+
+
+def read_task(
+    indexes: list[Index],
+    task: str,
+    mode: str | None = None,
+    files: tuple[str, ...] = (),
+    paths: PathEvidence | None = None,
+    llm_answer: LLMAnswer | None = None,
+) -> Detection:
+    """What ``query_directives``' diagnostics say a task is about, over every (layered) index.
+
+    ``files`` are the edited files (given and named in the task), ``paths`` what they say. Without a
+    directive in any index, the built-in detector alone, as the answer of an empty index says.
+    """
+    found = [
+        detect_task(ix, task, mode, first_pass(ix, task, files, paths), llm_answer, paths)
+        for ix in indexes
+        if ix.n_directives
+    ]
+    return lead_detection(found) if found else merge(detect(task, mode, paths=paths), llm_answer)
+
+
 def _with_rules(index: Index, got: Retrieval, rules: set[int], qvec: np.ndarray) -> Retrieval:
     """Add every directive of ``rules`` (tied to the edited files) to the candidates, ids ascending."""
     if not rules:
@@ -370,10 +414,30 @@ def query_directives(
 
 
 def index_names(indexes: list[Index]) -> list[str]:
-    """What citations call each layered index (its build name, else its file stem); '' for a single index."""
+    """What citations, ``list_rules`` and ``get_rules`` call each layered index; '' for a single index.
+
+    Each index's build name; where several share one (every build is called ``rules`` unless named),
+    those take their file stems, and names still equal get ``-2``, ``-3`` in the order given.
+    """
     if len(indexes) < 2:
         return [""] * len(indexes)
-    return [str(ix.manifest.get("name") or ix.path.stem) for ix in indexes]
+    built = [str(ix.manifest.get("name") or ix.path.stem) for ix in indexes]
+    clashing = {name for name in built if built.count(name) > 1}
+    return _numbered([ix.path.stem if name in clashing else name for ix, name in zip(indexes, built, strict=True)])
+
+
+def _numbered(names: list[str]) -> list[str]:
+    """``names`` made distinct: a repeated name gets ``-2``, ``-3`` … (never one already taken)."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}-{n}"
+        taken.add(unique)
+        out.append(unique)
+    return out
 
 
 def query_indexes(
@@ -427,7 +491,8 @@ def query_indexes(
             opts,
             [],
         )
-    lead = max(results, key=lambda r: r.det.confidence)
+    lead_det = lead_detection([r.det for r in results])
+    lead = next(r for r in results if r.det is lead_det)
     timings: dict[str, float] = {}
     for r in results:
         notes.extend(r.notes)
@@ -435,14 +500,17 @@ def query_indexes(
             timings[stage] = timings.get(stage, 0.0) + seconds
     t0 = time.perf_counter()
     position = {name: i for i, name in enumerate(names)}
-    merged = sorted(
-        (it for r in results for it in r.items), key=lambda it: (-it.score, position[it.index_name], it.directive.id)
+    merged = unique_directives(
+        sorted(
+            (it for r in results for it in r.items),
+            key=lambda it: (-it.score, position[it.index_name], it.directive.id),
+        )
     )
     ranked = spread_rules(merged, max(3, opts.maxItems // 2))
     header_note = ""
     if not ranked:
         name_of = {id(ix): name for ix, name in zip(indexes, names, strict=True)}
-        ranked = [it for r in results for it in _core_items(r.index, opts, name_of[id(r.index)])]
+        ranked = unique_directives([it for r in results for it in _core_items(r.index, opts, name_of[id(r.index)])])
         header_note = "no specific match; core rules" if ranked else "no rule of this index matches the task"
         notes.append(
             "no specific match for this task: showing the index's core rules"
@@ -452,14 +520,14 @@ def query_indexes(
     rendered = render(
         ranked,
         header=_header(lead.det, lead.layer, lead.topics, header_note),
-        footer="".join(_footer(r.index) for r in results),
+        footer="".join(dict.fromkeys(_footer(r.index) for r in results)),  # overlapping indexes: once
         token_budget=opts.tokenBudget,
         max_items=opts.maxItems,
         breadcrumbs=opts.includeBreadcrumbs,
         rationale=opts.includeRationale,
         today=dt.date.today().isoformat(),
         min_scores={r.index_name: r.min_score for r in results},
-        always=[it for r in results for it in r.always],
+        always=unique_directives([it for r in results for it in r.always]),
     )
     stale = [c["id"] for c in rendered.citations if c["stale"]]
     if stale:
@@ -482,6 +550,22 @@ def query_indexes(
         if (c.get("index", ""), c["id"]) in breakdowns
     ]
     return _answer(lead.det, lead.layer, lead.topics, rendered, notes, stats, started, timings, opts, scores)
+
+
+def unique_directives(items: list[Item]) -> list[Item]:
+    """The first copy of each directive (same id and text) that overlapping layered indexes share.
+
+    Indexes built from overlapping rules (an organisation's and a team's, both with ``core.md``)
+    hold the same directive twice; an answer shows it once, in rank order the higher-scoring copy.
+    """
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item in items:
+        key = (item.directive.id, item.directive.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
 
 
 def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:

@@ -208,4 +208,5 @@ def _always_part(
 
 
 def _key(item: Item) -> tuple[str, str]:
-    return item.index_name, item.directive.id
+    """One directive, whichever layered index's copy (see :func:`~ruledex.reader.query.unique_directives`)."""
+    return item.directive.id, item.directive.text

@@ -14,6 +14,7 @@ This is the only module that imports the MCP SDK, so ``ruledex query`` never loa
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import time
@@ -24,10 +25,19 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp.types import Resource as MCPResource
 from pydantic import Field, ValidationError
 from starlette.requests import Request
@@ -36,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from . import tools
 from .detect import MODES
 from .errors import ConfigError, RuledexError
+from .index import Index
 from .query import index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
 from .shapes import (
@@ -43,6 +54,7 @@ from .shapes import (
     DetectOptionsArg,
     Domain,
     Graph,
+    IndexName,
     KnowledgeResults,
     ModeSlug,
     OpenedNodes,
@@ -52,6 +64,7 @@ from .shapes import (
     RuleList,
     TaskText,
     enum_schema,
+    number_schema,
 )
 from .tools import IndexHolder, Loaded
 from .vocab import LAYERS, SCOPES
@@ -107,8 +120,10 @@ DESCRIPTIONS = {
     ),
     "get_rules": (
         "Fetch one whole rule document as markdown (content) with its description, version and last-updated "
-        "date. domain is a rule id or file stem from list_rules, e.g. 'security'. An unknown domain returns an "
-        "error that names the closest domains. " + _BY_PR
+        "date. domain is a rule id or file stem from list_rules, e.g. 'security'. With layered indexes, index "
+        "(a citation's or list_rules' 'index') picks the index to read; without it a domain several indexes define "
+        "comes from the most specific scope, and definedIn names them all. An unknown domain returns an error that "
+        "names the closest domains. " + _BY_PR
     ),
     "search_knowledge": (
         "Search the rules like a knowledge base: individual directives ranked by relevance to query, each with "
@@ -188,15 +203,15 @@ class RuleTools:
 
     def detect_context(self, text: TaskText, options: DetectOptionsArg = None) -> DetectedContext:
         """Layer, topics, technologies and keywords of a text."""
-        return self._run(lambda ld: tools.detect_context(ld.index, text, options))
+        return self._run_all(lambda lds: tools.detect_context([ld.index for ld in lds], text, options))
 
     def list_rules(self) -> RuleList:
         """Every rule document."""
         return self._run_all(lambda lds: tools.list_rules([ld.index for ld in lds]))
 
-    def get_rules(self, domain: Domain) -> Annotated[CallToolResult, RuleDocument]:
+    def get_rules(self, domain: Domain, index: IndexName = None) -> Annotated[CallToolResult, RuleDocument]:
         """One whole rule document (the text content is its markdown)."""
-        document = self._run_all(lambda lds: tools.get_rule([ld.index for ld in lds], domain))
+        document = self._run_all(lambda lds: tools.get_rule([ld.index for ld in lds], domain, index))
         return _markdown_result(document["content"], document)
 
     def search_knowledge(
@@ -207,8 +222,8 @@ class RuleTools:
         category: Annotated[
             str | None, enum_schema(LAYERS, "Only directives of this layer (or of every layer).")
         ] = None,
-        limit: Annotated[int, Field(description="Results to return, 1-20.")] = 5,
-        minConfidence: Annotated[float, Field(description="Drop results scoring below this (0-1).")] = 0.0,
+        limit: Annotated[Any, number_schema("integer", *tools.LIMIT_RANGE, 5, "Results to return.")] = 5,
+        minConfidence: Annotated[Any, number_schema("number", 0, 1, 0.0, "Drop results scoring below this.")] = 0.0,
     ) -> KnowledgeResults:
         """Directives as knowledge entries."""
 
@@ -249,26 +264,37 @@ class RuleTools:
         return self._run_all(lambda lds: tools.open_nodes(self._graph(lds), names))
 
     def rule_document(self, domain: str) -> str:
-        """The ``ruledex://rules/{domain}`` resource: a rule as markdown."""
-        with self._all() as loaded:
-            try:
+        """The ``ruledex://rules/{domain}`` resource: a rule as markdown (an unreadable index: its message)."""
+        try:
+            with self._all() as loaded:
                 return tools.get_rule([ld.index for ld in loaded], domain)["content"]
-            except ValueError as exc:
-                raise ResourceNotFoundError(str(exc)) from exc
+        except ValueError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except RuledexError as exc:
+            raise ResourceError(str(exc)) from None
+
+    def check(self) -> None:
+        """Raise the error a tool would give if the served indexes cannot answer now (e.g. one rewritten in place)."""
+        with self._all():
+            pass
 
     def rule_resources(self) -> list[MCPResource]:
-        """One resource per rule document of the current index."""
-        with self._all() as loaded:
-            return [
-                MCPResource(
-                    uri=f"{RESOURCE_PREFIX}{rule.id}",
-                    name=rule.id,
-                    title=rule.title,
-                    description=rule.description or None,
-                    mime_type="text/markdown",
-                )
-                for rule in tools.served_rules([ld.index for ld in loaded])
-            ]
+        """One resource per rule document of the current index (an unreadable index: an error with its message)."""
+        try:
+            with self._all() as loaded:
+                rules = tools.served_rules([ld.index for ld in loaded])
+        except RuledexError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
+        return [
+            MCPResource(
+                uri=f"{RESOURCE_PREFIX}{rule.id}",
+                name=rule.id,
+                title=rule.title,
+                description=rule.description or None,
+                mime_type="text/markdown",
+            )
+            for rule in rules
+        ]
 
 
 TOOL_NAMES = tuple(DESCRIPTIONS)
@@ -361,11 +387,31 @@ class RuledexServer(MCPServer):
             refused = await self.http_security.validate_request(request)
             if refused is not None:
                 return refused
-        return JSONResponse({"status": "ok", "index": tools.index_info(self.holder.index)})
+        indexes = [self.holder.index, *(h.index for h in self.rule_tools.layers)]
+        try:
+            await anyio.to_thread.run_sync(self.rule_tools.check)  # what a tool call would find, e.g. a truncated file
+        except RuledexError as exc:
+            return JSONResponse({"status": "error", "error": str(exc), **tools.served_info(indexes)}, status_code=503)
+        return JSONResponse({"status": "ok", **tools.served_info(indexes)})
 
     async def list_resources(self) -> list[MCPResource]:
         """The registered resources plus one per rule document of the index serving now."""
         return [*await super().list_resources(), *await anyio.to_thread.run_sync(self.rule_tools.rule_resources)]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Render a prompt; an unknown argument is an error that names it and the prompt's arguments."""
+        prompt = self._prompt_manager.get_prompt(name)
+        known = [arg.name for arg in prompt.arguments or []] if prompt is not None else []
+        unknown = sorted(set(arguments or {}) - set(known))
+        if prompt is not None and unknown:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown argument(s) for prompt {name}: {', '.join(unknown)}. {name} takes: "
+                f"{_prompt_arguments(prompt)}.",
+            )
+        return await super().get_prompt(name, arguments, context)
 
     async def _schema(self, name: str) -> dict[str, Any]:
         if not self._schemas:
@@ -414,6 +460,12 @@ def _log_call(
         query_log.write(log_record(name, arguments, latency_ms=latency_ms, structured=structured, error=error))
     except OSError as exc:
         log.warning("cannot write the query log %s: %s", query_log.path, exc)
+
+
+def _prompt_arguments(prompt: Prompt) -> str:
+    """A prompt's arguments as a reader would say them: ``task (string, optional)``."""
+    args = [f"{a.name} (string, {'required' if a.required else 'optional'})" for a in prompt.arguments or []]
+    return ", ".join(args) or "no arguments"
 
 
 def _prompt_for(mode: str) -> Callable[..., str]:
@@ -503,33 +555,33 @@ def serve(
     log_queries: Path | None,
     pinned_sha256: str | None = None,
     layers: list[Path] | None = None,
+    follow: Path | None = None,
 ) -> int:
-    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP).
+
+    ``follow``: the folder the index was chosen from (``./dist``), whose newest index is served.
+    """
     _configure_logging()
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
-    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256)
+    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256, follow=follow)
     extra: list[IndexHolder] = []
     sock = None
     try:
         extra = [IndexHolder(Path(p)) for p in layers or []]
         sock = listen(*address) if address is not None else None
         server = RuledexServer(holder, query_log=query_log, layers=extra)
-        info = tools.index_info(holder.index)
         bound = sock.getsockname()[:2] if sock is not None else None
         where = "stdio" if bound is None else f"http://{_url_host(bound[0])}:{bound[1]}/mcp"
         log.info(
-            "serving %s %s (%d rules, %d directives) from %s over %s%s",
-            info["name"],
-            info["version"],
-            info["rules"],
-            info["directives"],
-            index_path,
+            "serving %s over %s%s%s",
+            served_summary([holder.index, *(h.index for h in extra)]),
             where,
+            f"; following the newest index in {follow}" if follow else "",
             f"; logging queries to {log_queries}" if log_queries else "",
         )
         if sock is None:
-            anyio.run(server.run_stdio_async)
+            _run_stdio(server)
         else:
             anyio.run(_serve_http, server, sock)
     finally:
@@ -539,6 +591,43 @@ def serve(
         for layer in extra:
             layer.close()
     return 0
+
+
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+"""What writing to a client that went away raises (its end of stdout closed: the IDE was killed)."""
+
+
+def _run_stdio(server: RuledexServer) -> None:
+    """Serve over stdio until the client leaves; a client that closed stdout mid-request is a quiet stop."""
+    try:
+        anyio.run(server.run_stdio_async)
+    except (*CLIENT_GONE, BaseExceptionGroup) as exc:
+        if not client_gone(exc):
+            raise
+        log.info("the client closed its end of stdout (stopped or killed); stopping")
+        # nothing more can reach the client: send what is still buffered for stdout nowhere, so that
+        # flushing it at exit is not another broken pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception in its group) only says the client went away."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(inner) for inner in exc.exceptions)
+    return isinstance(exc, CLIENT_GONE)
+
+
+def served_summary(indexes: list[Index]) -> str:
+    """The startup log's account of the served indexes: every one, named as citations name it when layered."""
+    parts = []
+    for ix, name in zip(indexes, index_names(indexes), strict=True):
+        info = tools.index_info(ix)
+        label = f"{name}: " if name else ""
+        parts.append(
+            f"{label}{info['name']} {info['version']} ({info['rules']} rules, {info['directives']} directives) "
+            f"from {info['path']}"
+        )
+    return f"{len(parts)} layered indexes: " + "; ".join(parts) if len(parts) > 1 else parts[0]
 
 
 def _version() -> str:

@@ -106,6 +106,10 @@ class RuleDocument(RuleSummary):
     whenToApply: list[str]
     commit: str
     content: str
+    index: NotRequired[str]
+    """Layered indexes: the index this document comes from."""
+    definedIn: NotRequired[list[str]]
+    """Layered indexes: every index that defines this domain, when more than one does."""
 
 
 class KnowledgeEntry(TypedDict):
@@ -159,6 +163,13 @@ class OpenedNodes(Graph):
 
 # --------------------------------------------------------------------------------------------
 # Input schemas the SDK cannot derive from plain types (validation is the reader's, with its messages)
+
+
+def number_schema(kind: str, low: float, high: float, default: float, description: str) -> WithJsonSchema:
+    """A JSON-schema ``integer`` or ``number`` with its bounds; the reader validates (a string is refused)."""
+    return WithJsonSchema(
+        {"type": kind, "minimum": low, "maximum": high, "default": default, "description": description}
+    )
 
 
 def enum_schema(values: tuple[str, ...], description: str) -> WithJsonSchema:
@@ -267,6 +278,13 @@ ModeSlug = Annotated[
 QueryOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(QUERY_OPTIONS_SCHEMA)]
 DetectOptionsArg = Annotated[dict[str, Any] | None, WithJsonSchema(DETECT_OPTIONS_SCHEMA)]
 Domain = Annotated[str, Field(description="Rule id or file stem from list_rules, e.g. 'security'.")]
+IndexName = Annotated[
+    str | None,
+    Field(
+        description="Layered indexes: the index to read the rule from, as a citation's or list_rules' 'index' "
+        "names it (default: the most specific scope that defines the domain)."
+    ),
+]
 
 # --------------------------------------------------------------------------------------------
 # Instructions, tool descriptions and prompts

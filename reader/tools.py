@@ -30,7 +30,7 @@ from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
 from .paths import named_files, path_evidence
 from .pin import verify_pinned
-from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, detect_in_index, index_names, query_directives
+from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, index_names, query_directives, read_task
 from .rank import ranking_for
 from .records import RuleRecord
 from .vocab import LAYER_HINTS, LAYERS, SCOPES, TOPICS, names_from_mask
@@ -39,6 +39,10 @@ log = logging.getLogger("ruledex.server")
 T = TypeVar("T")
 
 Signature = tuple[Any, ...]
+
+FOLDER_SETTLE_NS = 2_000_000_000
+"""A followed folder changed more recently than this is scanned again at the next check: a second
+change within the file system's timestamp granularity might not move its mtime."""
 
 
 def file_signature(path: Path) -> Signature:
@@ -87,15 +91,26 @@ class Loaded:
 class IndexHolder:
     """The served index: opened once, swapped between requests when its file is replaced."""
 
-    def __init__(self, path: Path, *, check_interval: float = 1.0, pinned_sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        check_interval: float = 1.0,
+        pinned_sha256: str | None = None,
+        follow: Path | None = None,
+    ) -> None:
         """Open and check ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); look for a new file at most every ``check_interval`` s.
 
         With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
-        the pinned file: a pin means one exact rule set, even under hot reload.
+        the pinned file: a pin means one exact rule set, even under hot reload. With ``follow`` (the
+        folder the index was chosen from, ``./dist`` without ``--index`` or a pin), a newer
+        ``*.ruledex`` there is served instead once it verifies: a rebuild writes a new file name.
         """
         self.path = Path(path)
         self.check_interval = check_interval
         self.pinned_sha256 = pinned_sha256
+        self.follow = Path(follow) if follow is not None else None
+        self._folder_seen: int | None = None
         fmt.check_sections(self.path)  # every section's checksum, as a reload checks: never serve a damaged file
         index = Index(self.path)
         self._current = Loaded(index, file_signature(self.path))
@@ -163,6 +178,8 @@ class IndexHolder:
             return False
         try:
             self._next_check = time.monotonic() + self.check_interval
+            if self.follow is not None and self._follow_newest(self.follow):
+                return True
             try:
                 signature = file_signature(self.path)
             except OSError as exc:
@@ -177,30 +194,57 @@ class IndexHolder:
         finally:
             self._reload_lock.release()
 
-    def _load(self, signature: Signature) -> bool:
+    def _follow_newest(self, folder: Path) -> bool:
+        """Serve the newest index in ``folder`` if it is another file and verifies; True if swapped.
+
+        One ``stat`` of the folder per check: its mtime moves when a file is renamed into it. A change
+        too recent to be sure the mtime would move again (timestamps are coarse) is looked at again.
+        """
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except OSError:
+            return False
+        if mtime == self._folder_seen:
+            return False
+        if time.time_ns() - mtime > FOLDER_SETTLE_NS:
+            self._folder_seen = mtime
+        newest = fmt.newest_index(folder)
+        if newest is None or newest.resolve() == self.path.resolve():
+            return False
+        try:
+            signature = file_signature(newest)
+        except OSError:
+            return False
+        return signature != self._refused and self._load(signature, newest)
+
+    def _load(self, signature: Signature, path: Path | None = None) -> bool:
+        """Verify and serve ``path`` (default: the served file, replaced) if it still has ``signature``."""
+        path = self.path if path is None else path
+        replaced = path == self.path
+        what = "the replaced index file" if replaced else f"the newest index in {path.parent}, {path.name}"
         new: Loaded | None = None
         try:
             # structure and every section's CRC-32; not the sidecar, which lands in a second rename
             # just after the index (checking it here refused good releases for a moment)
-            fmt.verify(self.path, check_sidecar=False)
+            fmt.verify(path, check_sidecar=False)
             if self.pinned_sha256 is not None:
-                verify_pinned(self.path, self.pinned_sha256)
-            new = Loaded(Index(self.path), signature)
+                verify_pinned(path, self.pinned_sha256)
+            new = Loaded(Index(path), signature)
             new.warm()
         except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving
             if new is not None:
                 self._close(new)
             self._refused = signature
             log.error(
-                "refused the replaced index file: %s; still serving %s %s (it is retried when the file or its "
-                "sidecar changes again)",
+                "refused %s: %s; still serving %s %s (it is retried when the file or its sidecar changes again)",
+                what,
                 exc,
                 self.index.manifest.get("name"),
                 self.index.manifest.get("version"),
             )
             return False
         with suppress(OSError):
-            if file_signature(self.path) != signature:  # replaced again while we read it: look again next time
+            if file_signature(path) != signature:  # replaced again while we read it: look again next time
                 self._close(new)
                 self._next_check = 0.0
                 return False
@@ -208,7 +252,7 @@ class IndexHolder:
             if self._closed:
                 old = new
             else:
-                old, self._current = self._current, new
+                old, self._current, self.path = self._current, new, path
             old.retired = True
             done = old.users == 0
         self._refused = None
@@ -218,8 +262,8 @@ class IndexHolder:
             return False
         m = new.index.manifest
         log.info(
-            "switched to the replaced index file %s: %s %s (%d rules, %d directives)",
-            self.path,
+            "switched to %s: %s %s (%d rules, %d directives)",
+            f"{what} {path}" if replaced else what,
             m.get("name"),
             m.get("version"),
             new.index.n_rules,
@@ -333,21 +377,51 @@ def list_rules(indexes: Index | list[Index]) -> dict[str, Any]:
     indexes = _as_list(indexes)
     named = list(zip(indexes, index_names(indexes), strict=True))
     rules = [{**rule_summary(r), "index": name} if name else rule_summary(r) for ix, name in named for r in ix.rules()]
-    out = {"rules": rules, "total": len(rules), "index": index_info(indexes[0])}
+    return {"rules": rules, "total": len(rules), **served_info(indexes)}
+
+
+def served_info(indexes: list[Index]) -> dict[str, Any]:
+    """Which indexes answer: ``index`` (the first), and with layered indexes ``indexes``, each with its name."""
+    out: dict[str, Any] = {"index": index_info(indexes[0])}
     if len(indexes) > 1:
-        out["indexes"] = [{**index_info(ix), "layer": name} for ix, name in named]
+        out["indexes"] = [
+            {**index_info(ix), "layer": name} for ix, name in zip(indexes, index_names(indexes), strict=True)
+        ]
     return out
 
 
-def find_layered_rule(indexes: list[Index], domain: str) -> tuple[Index, int, str] | None:
-    """The rule called ``domain`` in layered indexes: the most specific scope wins, then the first given."""
-    found = [
+def rule_hits(indexes: list[Index], domain: str) -> list[tuple[Index, int, str]]:
+    """``(index, rule row, index name)`` of every served index that defines ``domain``, in the order given."""
+    return [
         (ix, i, name)
         for ix, name in zip(indexes, index_names(indexes), strict=True)
         if (i := ix.find_rule(domain)) is not None
     ]
+
+
+def _preferred(hits: list[tuple[Index, int, str]]) -> tuple[Index, int, str] | None:
+    """The rule served for a domain several layered indexes define: the most specific scope, then the first given."""
     # min() keeps the first of equals, so ties go to the index given first
-    return min(found, key=lambda hit: _specificity(hit[0].rule(hit[1])), default=None)
+    return min(hits, key=lambda hit: _specificity(hit[0].rule(hit[1])), default=None)
+
+
+def served_index_names(indexes: list[Index]) -> list[str]:
+    """The names ``get_rules``' ``index`` takes: the layered names, or a single index's build name."""
+    return index_names(indexes) if len(indexes) > 1 else [index_info(ix)["name"] for ix in indexes]
+
+
+def _pick_index(indexes: list[Index], wanted: Any) -> list[Index]:
+    """The index named ``wanted`` (``get_rules``' ``index``), as a one-item list; None: every index."""
+    if wanted is None:
+        return indexes
+    wanted = require_text(wanted, "index")
+    names = served_index_names(indexes)
+    if wanted not in names:
+        raise ValueError(
+            f"index: no served index is called {wanted[:MAX_DOMAIN_CHARS]!r}; served: {', '.join(names)} (the "
+            "'index' field of a citation or of list_rules' rules)"
+        )
+    return [indexes[names.index(wanted)]]
 
 
 def _specificity(rule: RuleRecord) -> float:
@@ -369,8 +443,13 @@ MAX_DOMAIN_CHARS = 200
 """Rule ids are short; a longer ``domain`` is refused before it is compared with every id, or echoed."""
 
 
-def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
-    """One whole rule document; an unknown domain is a ValueError naming the closest ones."""
+def get_rule(indexes: Index | list[Index], domain: Any, in_index: Any = None) -> dict[str, Any]:
+    """One whole rule document; an unknown domain is a ValueError naming the closest ones.
+
+    Among layered indexes, ``in_index`` (a name from citations or ``list_rules``) picks the one to
+    read; without it a domain several indexes define is served from the most specific scope (then
+    the first given), as the ranking prefers it, and ``definedIn`` names every index that has it.
+    """
     indexes = _as_list(indexes)
     domain = require_text(domain, "domain")
     if len(domain) > MAX_DOMAIN_CHARS:
@@ -378,13 +457,11 @@ def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
             f"domain: {len(domain)} characters, at most {MAX_DOMAIN_CHARS}: pass a rule id or file stem from "
             "list_rules, e.g. 'security'"
         )
-    found = find_layered_rule(indexes, domain)
+    wanted = _pick_index(indexes, in_index)
+    hits = rule_hits(indexes, domain)
+    found = _preferred(hits) if wanted is indexes else _hit_in(hits, wanted[0])
     if found is None:
-        close = list(dict.fromkeys(d for ix in indexes for d in closest_domains(ix, domain)))[:3]
-        raise ValueError(
-            f"domain: no rule {domain!r} in this index; closest: {', '.join(close) or '(the index is empty)'}. "
-            "Call list_rules to see every domain."
-        )
+        raise ValueError(_no_rule(domain, wanted, in_index, [name for _, _, name in hits]))
     index, i, name = found
     rule = index.rule(i)
     out = {
@@ -394,14 +471,38 @@ def get_rule(indexes: Index | list[Index], domain: Any) -> dict[str, Any]:
         "commit": index.commit,
         "content": render_rule(index, i),
     }
-    return {**out, "index": name} if name else out
+    if not name:
+        return out
+    defined_in = [n for _, _, n in hits]
+    return {**out, "index": name, **({"definedIn": defined_in} if len(defined_in) > 1 else {})}
+
+
+def _hit_in(hits: list[tuple[Index, int, str]], chosen: Index) -> tuple[Index, int, str] | None:
+    """The one of :func:`rule_hits` in the ``chosen`` index."""
+    return next((hit for hit in hits if hit[0] is chosen), None)
+
+
+def _no_rule(domain: str, searched: list[Index], in_index: str | None, elsewhere: list[str]) -> str:
+    """The error for a domain not found: where it is instead, else the closest domains."""
+    if in_index is not None and elsewhere:
+        return f"domain: no rule {domain!r} in index {in_index!r}; it is in: {', '.join(elsewhere)}"
+    close = list(dict.fromkeys(d for ix in searched for d in closest_domains(ix, domain)))[:3]
+    where = "this index" if in_index is None else f"index {in_index!r}"
+    return (
+        f"domain: no rule {domain!r} in {where}; closest: {', '.join(close) or '(the index is empty)'}. "
+        "Call list_rules to see every domain."
+    )
 
 
 DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug", "files")
 
 
-def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, Any]:
-    """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold."""
+def detect_context(indexes: Index | list[Index], text: Any, options: Any = None) -> dict[str, Any]:
+    """Layer, topics, technologies, keywords and confidence of a text; no layer below the threshold.
+
+    Read as ``query_directives`` reads a task (:func:`~ruledex.reader.query.read_task`): over every
+    layered index, with the same retrieval feedback, so both report the same layer and topics.
+    """
     raw = _options(options, DETECT_OPTIONS)
     text, notes = clip_task(require_text(text, "text"))
     keep_keywords = _bool(raw, "returnKeywords", DETECT_DEFAULTS["returnKeywords"])
@@ -417,7 +518,7 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
         notes.append(f"files named in the text, read as edited files: {', '.join(named)}")
     files = given + named
     paths = path_evidence(files) if files else None
-    found = dict(detect_in_index(index, text, mode, paths=paths).to_dict())
+    found = dict(read_task(_as_list(indexes), text, mode, files, paths).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:
         notes.append(f"layer {found['detectedLayer']} left out: confidence {found['confidence']} < {threshold}")
         found["detectedLayer"] = None
@@ -428,6 +529,9 @@ def detect_context(index: Index, text: Any, options: Any = None) -> dict[str, An
 
 
 PRIORITY = {"MUST": "high", "SHOULD": "medium", "MAY": "low"}
+
+LIMIT_RANGE = (1, 20)
+"""``search_knowledge``'s ``limit``: the fewest and most results it returns."""
 
 
 def directive_ids(index: Index) -> dict[str, int]:
@@ -453,7 +557,7 @@ def search_knowledge(
         raise ValueError(f"contextTags: must be a list of strings (topics such as {', '.join(TOPICS[:4])}, …)")
     scope = _choice(scope, "scope", SCOPES)
     category = _choice(category, "category", LAYERS)
-    limit = int(_number(limit, "limit", 1, 20, integer=True))
+    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
     min_confidence = _number(min_confidence, "minConfidence", 0, 1)
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
@@ -498,12 +602,26 @@ def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -
 
     Each answer must have been asked for the maximum limit; entries are tagged with their index.
     """
-    limit = int(_number(limit, "limit", 1, 20, integer=True))
-    merged = sorted(
+    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
+    ranked = sorted(
         ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
         key=lambda e: (-e["score"], e["index"], e["id"]),
     )
-    return {"results": merged[:limit], "totalMatches": sum(answer["totalMatches"] for _, answer in searches)}
+    merged = _first_copies(ranked)
+    total = sum(answer["totalMatches"] for _, answer in searches) - (len(ranked) - len(merged))
+    return {"results": merged[:limit], "totalMatches": total}
+
+
+def _first_copies(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best copy of each directive (same id and content) that overlapping layered indexes share."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for entry in entries:
+        key = (entry["id"], entry["content"])
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

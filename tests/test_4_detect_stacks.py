@@ -80,7 +80,8 @@ def test_a_task_with_no_telling_word_gets_no_layer_from_the_rules_that_match_it_
     """Some directive always matches best; its layer is not the task's when the task itself says nothing."""
     answer = query_directives(index, task)
     assert answer["diagnostics"]["detectedLayer"] is None and answer["diagnostics"]["topics"] == []
-    assert answer["context_block"].splitlines()[1] == "_layer any_"
+    # "make it better" shares no word with the rules either: the no-match answer (core rules), still layer any
+    assert answer["context_block"].splitlines()[1] in ("_layer any_", "_layer any; no specific match; core rules_")
     assert not any("strictLayer" in note for note in answer["diagnostics"]["notes"])
 
 

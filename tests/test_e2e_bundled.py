@@ -171,3 +171,28 @@ def test_directives_of_expired_rules_are_marked_stale(tmp_path: Path) -> None:
     assert stale == {"old": True, "new": False}
     assert "_(stale: review was due 2020-01-01)_" in result["context_block"]
     assert any("past their review date" in n for n in result["diagnostics"]["notes"])
+
+
+def test_a_task_the_rules_know_nothing_of_is_no_match(index: Index, tmp_path: Path) -> None:
+    """No word in common, no layer, no topic: the directives closest by meaning alone are noise.
+
+    'zzzz qqqq' is 0.5 in cosine from some directives (above the semantic floor): it returned the
+    N+1-query rules on the bundled index, and an unrelated SHOULD, with no note, without core rules.
+    """
+    import shutil
+
+    from ruledex.builder.build import build
+
+    from .conftest import RULES
+
+    for task in ("zzzz qqqq", "asdf"):
+        result = query_directives(index, task)
+        assert {c["rule"] for c in result["citations"]} == {"core"}, task
+        assert any("no specific match" in note for note in result["diagnostics"]["notes"])
+    (tmp_path / "rules").mkdir()
+    shutil.copyfile(RULES / "api-design.md", tmp_path / "rules" / "api-design.md")
+    with Index(build(tmp_path / "rules", tmp_path / "nocore.ruledex").path) as nocore:
+        result = query_directives(nocore, "zzzz qqqq")
+        assert not result["citations"] and "no rule of this index matches the task" in result["context_block"]
+        assert any("no specific match" in note for note in result["diagnostics"]["notes"])
+        assert query_directives(nocore, "Add pagination to the orders endpoint")["citations"], "real tasks still match"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from ruledex.builder.build import build
 from ruledex.reader.cli import main
 from ruledex.reader.index import Index
-from ruledex.reader.query import query_indexes
+from ruledex.reader.query import index_names, query_indexes
+from ruledex.reader.tools import search_layered
 
 from .conftest import rule_doc, write_rules
 
@@ -51,3 +53,52 @@ def test_project_rule_outranks_global_rule_and_citations_name_their_index(
 def test_single_index_citations_carry_no_index_field(index: Index) -> None:
     result = query_indexes([index], "Add user registration API endpoint")
     assert all("index" not in c for c in result["citations"])
+
+
+def test_layered_index_names_are_distinct_when_build_names_clash(tmp_path: Path) -> None:
+    """Every build is called 'rules' unless named: the names fall back to file stems, then numbers."""
+    doc = rule_doc("## Pagination\n\n- [MUST] Paginate every list endpoint with opaque cursor parameters.")
+    rules = write_rules(tmp_path / "rules", {"sample.md": doc})
+    org = build(rules, tmp_path / "org.ruledex").path
+    team = build(rules, tmp_path / "team" / "org.ruledex").path
+    named = build(rules, tmp_path / "named.ruledex", name="project").path
+    with Index(org) as a, Index(team) as b, Index(named) as c:
+        assert a.manifest["name"] == b.manifest["name"] == "rules"
+        assert index_names([a, c]) == ["rules", "project"], "distinct build names are kept"
+        assert index_names([a, b, c]) == ["org", "org-2", "project"]
+        assert index_names([a]) == [""]
+
+
+def test_overlapping_indexes_show_each_directive_once(index: Index, bundled_index: Path, tmp_path: Path) -> None:
+    """An organisation's and a team's index sharing rules (core.md): one copy of each directive."""
+    copy = tmp_path / "team.ruledex"
+    shutil.copyfile(bundled_index, copy)
+    task = "Add user registration API endpoint"
+    single = query_indexes([index], task)
+    with Index(copy) as team:
+        layered = query_indexes([index, team], task)
+    ids = [c["id"] for c in layered["citations"]]
+    assert len(ids) == len(set(ids)), ids
+    assert ids == [c["id"] for c in single["citations"]]
+    assert layered["context_block"].count("[core#safety-1]") == 1
+
+
+def test_search_layered_keeps_the_best_copy_of_a_shared_directive() -> None:
+    entry = {"id": "core#safety-1", "content": "Never commit secrets.", "score": 0.9}
+    other = {"id": "api#x-1", "content": "Paginate.", "score": 0.5}
+    merged = search_layered(
+        [("org", {"results": [entry, other], "totalMatches": 2}), ("team", {"results": [entry], "totalMatches": 1})],
+        limit=5,
+    )
+    assert [(e["index"], e["id"]) for e in merged["results"]] == [("org", "core#safety-1"), ("org", "api#x-1")]
+    assert merged["totalMatches"] == 2
+
+
+@pytest.mark.parametrize("command", [["query", "Add an endpoint"], ["serve"]])
+def test_the_same_index_given_twice_is_refused(
+    command: list[str], bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    again = bundled_index.parent / ".." / bundled_index.parent.name / bundled_index.name
+    assert main([*command, "--index", str(bundled_index), "--index", str(again)]) == 2
+    err = capsys.readouterr().err
+    assert "--index" in err and "given twice" in err and str(bundled_index) in err

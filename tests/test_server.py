@@ -649,3 +649,207 @@ def test_non_finite_numbers_are_errors_naming_the_field(holder: IndexHolder) -> 
             search_knowledge(holder.index, "password hashing", ids=directive_ids(holder.index), limit=bad)
         with pytest.raises(ValueError, match=r"options\.tokenBudget"):
             query_directives(holder.index, "Add an API endpoint", options={"tokenBudget": bad})
+
+
+def test_layered_get_rules_reads_the_cited_index(bundled_index: Path, tmp_path: Path) -> None:
+    """Two indexes both built as 'rules' and both defining 'security': the citation's index fetches its rule."""
+    rules = write_rules(
+        tmp_path / "project",
+        {"security.md": rule_doc("## Tokens\n\n- [MUST] Rotate project API tokens every 90 days.", id="security")},
+    )
+    project = build(rules, tmp_path / "proj.ruledex").path
+    org, proj = IndexHolder(bundled_index, check_interval=0), IndexHolder(project, check_interval=0)
+    try:
+        server = RuledexServer(org, layers=[proj])
+        listed = call(server, "list_rules").structured_content
+        names = [i["layer"] for i in listed["indexes"]]
+        assert names == ["bundled", "proj"], "clashing build names fall back to file stems"
+        answer = call(server, "query_directives", {"taskDescription": "Add user registration API endpoint"})
+        cited = {c["index"] for c in answer.structured_content["citations"] if c["rule"] == "security"}
+        assert cited == {"bundled", "proj"}, "both indexes' security rules answer, each named"
+        titles = {}
+        for name in cited:
+            document = call(server, "get_rules", {"domain": "security", "index": name}).structured_content
+            assert document["index"] == name
+            titles[name] = document["title"]
+        assert titles == {"bundled": "Application security", "proj": "Sample security"}
+        preferred = call(server, "get_rules", {"domain": "security"}).structured_content
+        assert preferred["index"] == "bundled", "equal scopes: the index given first"
+        assert preferred["definedIn"] == ["bundled", "proj"]
+        unknown = error_text(call(server, "get_rules", {"domain": "security", "index": "rules"}))
+        assert "index:" in unknown and "bundled, proj" in unknown
+        missing = error_text(call(server, "get_rules", {"domain": "testing", "index": "proj"}))
+        assert "in index 'proj'; it is in: bundled" in missing
+    finally:
+        org.close()
+        proj.close()
+
+
+def healthz(server: RuledexServer) -> tuple[int, dict[str, Any]]:
+    """GET /healthz on ``server`` (no transport): the status code and the JSON body."""
+    from starlette.requests import Request
+
+    request = Request({"type": "http", "method": "GET", "path": "/healthz", "headers": [], "query_string": b""})
+    response = anyio.run(server._healthz, request)
+    return response.status_code, json.loads(response.body)
+
+
+@pytest.mark.parametrize("layered", [False, True])
+def test_detect_context_reads_a_task_as_query_directives_does(
+    layered: bool, bundled_index: Path, tiny_index: Path
+) -> None:
+    """Same layer, topics and confidence as the answer's diagnostics, over every layered index."""
+    org = IndexHolder(bundled_index, check_interval=0)
+    extra = [IndexHolder(tiny_index, check_interval=0)] if layered else []
+    server = RuledexServer(org, layers=extra)
+    keys = ("detectedLayer", "topics", "confidence", "technologies", "keywords")
+    try:
+        for task in ("Write a Cypress API test for login", "Add user registration API endpoint", "Validate the body"):
+            for options in ({}, {"files": ["tests/test_login.py"]}):
+                found = call(server, "detect_context", {"text": task, "options": options}).structured_content
+                answer = call(server, "query_directives", {"taskDescription": task, "options": options})
+                diagnostics = answer.structured_content["diagnostics"]
+                assert {k: found[k] for k in keys} == {k: diagnostics[k] for k in keys}, (task, options)
+    finally:
+        org.close()
+        for holder in extra:
+            holder.close()
+
+
+def test_healthz_and_the_startup_log_name_every_layered_index(bundled_index: Path, tiny_index: Path) -> None:
+    from ruledex.reader.server import served_summary
+
+    org, team = IndexHolder(bundled_index, check_interval=0), IndexHolder(tiny_index, check_interval=0)
+    try:
+        status, body = healthz(RuledexServer(org, layers=[team]))
+        assert status == 200 and body["status"] == "ok"
+        assert body["index"]["path"] == str(bundled_index)
+        assert [(i["layer"], i["path"]) for i in body["indexes"]] == [
+            ("bundled", str(bundled_index)),
+            ("tiny", str(tiny_index)),
+        ]
+        summary = served_summary([org.index, team.index])
+        assert summary.startswith("2 layered indexes: bundled: ") and "tiny: rules" in summary
+        assert str(tiny_index) in summary and str(bundled_index) in summary
+    finally:
+        org.close()
+        team.close()
+
+
+def test_an_index_overwritten_in_place_is_reported_by_healthz_and_resources(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path
+) -> None:
+    """/healthz and the resources give the tools' clear message, not 200 ok or 'Internal server error'."""
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600)
+    try:
+        server = RuledexServer(holder)
+        assert healthz(server)[0] == 200
+        with open(served, "r+b") as fh:
+            fh.truncate(4096)
+        tool_error = error_text(call(server, "list_rules"))
+        assert "overwritten in place" in tool_error
+        status, body = healthz(server)
+        assert status == 503 and body["status"] == "error" and tool_error.endswith(body["error"])
+
+        async def resources(client: Client) -> list[str]:
+            messages = []
+            for request in (client.list_resources(), client.read_resource("ruledex://rules/security")):
+                with pytest.raises(MCPError) as caught:
+                    await request
+                messages.append(str(caught.value))
+            return messages
+
+        for message in with_client(server, resources):
+            assert "overwritten in place" in message and str(served) in message
+        shutil.copyfile(tiny_index, served)  # a good file copied over it: healthy again
+        assert healthz(server)[0] == 200
+    finally:
+        holder.close()
+
+
+def publish(data: bytes, target: Path, mtime: float) -> None:
+    """Publish a new build as ``ruledex build`` does: a temporary file beside it, renamed into place."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(data)
+    os.utime(tmp, (mtime, mtime))
+    os.replace(tmp, target)
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_an_index_chosen_from_dist_follows_the_newest_build(
+    follow: bool, bundled_index: Path, tiny_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rebuild writes a new file name (rules-<version>.ruledex): without --index or a pin, serve it."""
+    dist = tmp_path / "dist"
+    first = served_copy(bundled_index, dist)
+    holder = IndexHolder(first, check_interval=0, follow=dist if follow else None)
+    corrupt = bytearray(bundled_index.read_bytes())
+    corrupt[-100] ^= 0xFF  # the header is fine, the last section's checksum is not
+    now = first.stat().st_mtime
+    try:
+        server = RuledexServer(holder)
+
+        async def body(client: Client) -> list[Any]:
+            seen = [(await client.call_tool("list_rules", {})).structured_content]
+            publish(tiny_index.read_bytes(), dist / "rules-v2.ruledex", now + 10)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            publish(bytes(corrupt), dist / "rules-v3.ruledex", now + 20)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            seen.append((await client.call_tool("list_rules", {})).structured_content)
+            return seen
+
+        with caplog.at_level(logging.INFO, logger="ruledex"):
+            before, after, refused, again = with_client(server, body)
+        assert before["total"] > 1
+        if not follow:  # --index or a pin: the file given, nothing else
+            assert after["total"] == refused["total"] == before["total"]
+            return
+        assert after["total"] == 1 and after["index"]["path"] == str(dist / "rules-v2.ruledex")
+        assert refused == again == after, "a newest file that fails verification is refused; the last good one serves"
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(errors) == 1 and "rules-v3.ruledex" in errors[0] and "checksum" in errors[0]
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize(("argv", "follows"), [([], True), (["--index", "dist/a.ruledex"], False)])
+def test_serve_follows_dist_only_when_it_chose_the_index_there(
+    argv: list[str], follows: bool, bundled_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ruledex.reader import server as server_module
+    from ruledex.reader.cli import main
+
+    served_copy(bundled_index, tmp_path / "dist").rename(tmp_path / "dist" / "a.ruledex")
+    monkeypatch.chdir(tmp_path)
+    given: dict[str, Any] = {}
+    monkeypatch.setattr(server_module, "serve", lambda **kwargs: given.update(kwargs) or 0)
+    assert main(["serve", *argv]) == 0
+    assert given["index_path"].name == "a.ruledex"
+    assert given["follow"] == ((tmp_path / "dist").absolute() if follows else None)
+
+
+def test_empty_mode_string_limits_and_prompt_arguments_are_checked(server: RuledexServer) -> None:
+    """modeSlug '' (outside the schema's enum), limit '5' (a string) and an unknown prompt argument."""
+    for name, arguments in (
+        ("query_directives", {"taskDescription": "Add an endpoint", "modeSlug": ""}),
+        ("detect_context", {"text": "Add an endpoint", "options": {"modeSlug": ""}}),
+    ):
+        message = error_text(call(server, name, arguments))
+        assert "modeSlug" in message and "architect, code, debug" in message
+    assert "limit: must be an integer from 1 to 20, got '5'" in error_text(
+        call(server, "search_knowledge", {"query": "password hashing", "limit": "5"})
+    )
+    schema = next(t for t in with_client(server, lambda c: c.list_tools()).tools if t.name == "search_knowledge")
+    properties = schema.input_schema["properties"]
+    assert (properties["limit"]["minimum"], properties["limit"]["maximum"]) == (1, 20)
+    assert (properties["minConfidence"]["minimum"], properties["minConfidence"]["maximum"]) == (0, 1)
+
+    async def prompt(client: Client) -> str:
+        with pytest.raises(MCPError) as caught:
+            await client.get_prompt("code", {"bogus": "1"})
+        assert (await client.get_prompt("code", {"task": "Add an endpoint"})).messages
+        return str(caught.value)
+
+    message = with_client(server, prompt)
+    assert "bogus" in message and "task (string, optional)" in message

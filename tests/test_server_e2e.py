@@ -131,6 +131,36 @@ def test_stdio_stdout_carries_only_the_protocol(bundled_index: Path) -> None:
     assert "serving" in done.stderr
 
 
+def test_a_client_that_closes_stdout_mid_request_stops_the_server_quietly(bundled_index: Path) -> None:
+    """An IDE killed while a request runs: exit 0 and one log line, not exit 1 with a BrokenPipeError traceback."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_graph", "arguments": {}}},
+    ]
+    process = subprocess.Popen(
+        [*SERVE, "--index", str(bundled_index)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the client's end of the pipe is gone before the answers are written
+    process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    process.stdin.close()
+    try:
+        code = process.wait(60)
+    finally:
+        stop(process)
+    err = process.stderr.read()
+    process.stderr.close()
+    assert code == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert err.count("closed its end of stdout") == 1
+
+
 def test_a_bad_index_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
     missing = tmp_path / "missing.ruledex"
     done = subprocess.run(
