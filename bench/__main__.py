@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 )
             if "concurrency" in sections:
                 counts = (10,) if quick else (10, 50)
-                conc_rounds = 2 if quick else 6
+                conc_rounds = 2 if quick else 20
                 _section(
                     result,
                     "concurrency",
