@@ -6,7 +6,7 @@ result that names the field and its allowed values, and the next request is serv
 The index is opened once (memory-mapped) before the transport starts, so a bad ``--index`` fails
 at once with a clear message; the query encoder is built on the first call, not before
 ``initialize``. The served file is hot-reloaded when it is replaced (see
-:class:`~ruledex.reader.tools.IndexHolder`). Logs go to stderr; stdout carries only the protocol.
+:class:`~ruledex.reader.holder.IndexHolder`). Logs go to stderr; stdout carries only the protocol.
 
 This is the only module that imports the MCP SDK, so ``ruledex query`` never loads it.
 """
@@ -43,9 +43,10 @@ from pydantic import Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from . import tools
+from . import graph, tools
 from .detect import MODES
 from .errors import ConfigError, RuledexError
+from .holder import IndexHolder, Loaded
 from .index import Index
 from .query import index_names, query_directives, query_indexes
 from .querylog import QueryLog, log_record
@@ -66,7 +67,6 @@ from .shapes import (
     enum_schema,
     number_schema,
 )
-from .tools import IndexHolder, Loaded
 from .vocab import LAYERS, SCOPES
 
 log = logging.getLogger("ruledex.server")
@@ -186,8 +186,8 @@ class RuleTools:
             raise ToolError(str(exc)) from None
 
     def _graph(self, loaded: list[Loaded]) -> dict[str, Any]:
-        graphs = [ld.cached("graph", tools.build_graph) for ld in loaded]
-        return graphs[0] if len(graphs) == 1 else tools.merge_graphs(graphs)
+        graphs = [ld.cached("graph", graph.build_graph) for ld in loaded]
+        return graphs[0] if len(graphs) == 1 else graph.merge_graphs(graphs)
 
     def query_directives(
         self, taskDescription: TaskText, modeSlug: ModeSlug = None, options: QueryOptionsArg = None
@@ -255,13 +255,13 @@ class RuleTools:
         self, query: Annotated[str, Field(description="Text to find in names, types and observations.")]
     ) -> Graph:
         """Entities matching a text."""
-        return self._run_all(lambda lds: tools.search_nodes(self._graph(lds), query))
+        return self._run_all(lambda lds: graph.search_nodes(self._graph(lds), query))
 
     def open_nodes(
         self, names: Annotated[list[str], Field(description="Exact entity names, e.g. ['security'].")]
     ) -> OpenedNodes:
         """Entities by name."""
-        return self._run_all(lambda lds: tools.open_nodes(self._graph(lds), names))
+        return self._run_all(lambda lds: graph.open_nodes(self._graph(lds), names))
 
     def rule_document(self, domain: str) -> str:
         """The ``ruledex://rules/{domain}`` resource: a rule as markdown (an unreadable index: its message)."""

@@ -20,11 +20,11 @@ from mcp.shared.exceptions import MCPError
 from ruledex.builder.build import build
 from ruledex.reader.catalog import render_rule
 from ruledex.reader.errors import ConfigError
+from ruledex.reader.holder import IndexHolder
 from ruledex.reader.index import Index
 from ruledex.reader.query import MAX_TASK_CHARS, query_directives
 from ruledex.reader.querylog import QueryLog, log_record, mask_secrets
 from ruledex.reader.server import TOOL_NAMES, RuledexServer, mode_instructions, parse_http
-from ruledex.reader.tools import IndexHolder
 
 from .conftest import REPO, rule_doc, write_rules
 
