@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -154,28 +155,22 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
-    from .llm import llm_detect, merge
+    from .llm import llm_detect
     from .options import parse_files
-    from .paths import named_files, path_evidence
+    from .paths import edited_files
+    from .query import read_task
 
     if not args.text.strip():
         raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
     answer = llm_detect(args.text, llm) if llm is not None else None
-    files = parse_files(args.files) if args.files else ()  # the checks query and the MCP tools apply
-    named = named_files(args.text, files)
-    files += named
-    paths = path_evidence(files) if files else None
-    if _has_index(args.index):
-        from .query import check_mode, read_task
-
-        with _open(args) as index:
-            found = read_task([index], args.text, check_mode(args.mode), files, paths, answer).to_dict()
-    else:
-        from .detect import detect
-
-        found = merge(detect(args.text, args.mode, paths=paths), answer).to_dict()
-    found["notes"] = [f"files named in the text, read as edited files: {', '.join(named)}"] if named else []
+    # the checks query and the MCP tools apply
+    edited = edited_files(args.text, parse_files(args.files) if args.files else ())
+    # without an index, read_task answers with the built-in detector alone
+    with _open(args) if _has_index(args.index) else nullcontext() as index:
+        indexes = [index] if index is not None else []
+        found = read_task(indexes, args.text, args.mode, edited.files, edited.evidence, answer).to_dict()
+    found["notes"] = edited.notes()
     if llm is not None and answer is None:  # as query's notes say; the reason is on the ruledex.llm logger
         found["notes"].append(f"local model at {llm.url} gave no usable answer; used the built-in detector")
     if args.json:

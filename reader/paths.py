@@ -325,3 +325,29 @@ def named_files(task: str, given: tuple[str, ...] = ()) -> tuple[str, ...]:
             continue
         found.setdefault(token, None)
     return tuple(found)[:MAX_NAMED]
+
+
+@dataclass(frozen=True)
+class EditedFiles:
+    """The files a request is about: those given (``options.files``), then those its text names."""
+
+    given: tuple[str, ...]
+    named: tuple[str, ...]
+    evidence: PathEvidence | None
+    """What their paths say (None without any file)."""
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Given, then named."""
+        return self.given + self.named
+
+    def notes(self) -> list[str]:
+        """The diagnostics note that says which files the text named (none when it named none)."""
+        return [f"files named in the text, read as edited files: {', '.join(self.named)}"] if self.named else []
+
+
+def edited_files(text: str, given: tuple[str, ...] = ()) -> EditedFiles:
+    """The files a task or text edits, and their path evidence: one reading for query, detect and the tools."""
+    named = named_files(text, given)
+    files = given + named
+    return EditedFiles(given, named, path_evidence(files) if files else None)

@@ -20,7 +20,7 @@ from .globs import matching_rules
 from .index import Index
 from .llm import LLMAnswer, LLMConfig, llm_detect, merge
 from .options import QueryOptions, clamp_notes
-from .paths import PathEvidence, named_files, path_evidence
+from .paths import PathEvidence, edited_files
 from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
 from .render import Item, Rendered, render
 from .retrieve import Retrieval, retrieve
@@ -189,15 +189,11 @@ def rank_task(
     # a rule scoped by globs to other files than those edited stays a candidate: setting it aside, as
     # Cursor does, cost 0.024 nDCG@10 with the files a developer would have open (docs/relevance.md);
     # the tied rules' fileMatch and the files' technologies (stackMatch) rank it instead
-    keep = (
-        (got.bm25 > 0)
-        | (got.cosine >= SEMANTIC_MIN)
-        | in_pinned
-        | rule_matched
-        | in_rules(candidate_rules, first.topical)
-    )
-    if nothing_specific(det, got, rule_matched, opts):  # the closest by meaning alone is noise, not a match
-        keep &= in_pinned | in_rules(candidate_rules, first.topical)
+    lexical = (got.bm25 > 0) | rule_matched
+    topical = in_rules(candidate_rules, first.topical)
+    keep = lexical | (got.cosine >= SEMANTIC_MIN) | in_pinned | topical
+    if nothing_specific(det, bool(lexical.any()), opts):  # the closest by meaning alone is noise, not a match
+        keep &= in_pinned | topical
     ranking = ranking_for(index.declared_share)
     sure = det.confidence >= ranking.strict_min_confidence
     strict = opts.strictLayer and layer is not None and (bool(opts.layer) or sure)
@@ -265,13 +261,12 @@ def rank_task(
     )
 
 
-def nothing_specific(det: Detection, got: Retrieval, rule_matched: Any, opts: QueryOptions) -> bool:
-    """Whether a task names nothing the index knows: no word in common, no layer or topic, no files.
+def nothing_specific(det: Detection, lexical: bool, opts: QueryOptions) -> bool:
+    """Whether a task names nothing the index knows: no word in common (``lexical``), no layer or topic, no files.
 
     Its directives closest by meaning are then noise ("zzzz qqqq" is 0.5 from some directive), so the
     answer is the no-match one: the core rules, or none, with a note saying so.
     """
-    lexical = bool(np.any(got.bm25 > 0)) or bool(np.any(rule_matched))
     return not (lexical or det.layer or det.topics or opts.files or opts.layer)
 
 
@@ -460,10 +455,8 @@ def query_indexes(
     if llm is not None and answer is None:
         notes.append("local model detector gave no usable answer; used the built-in detector")
     names = index_names(indexes)
-    named = named_files(task, opts.files)
-    if named:  # a file the task names is one the user is about to edit
-        opts = replace(opts, files=opts.files + named)
-    paths = path_evidence(opts.files) if opts.files else None
+    edited = edited_files(task, opts.files)  # a file the task names is one the user is about to edit
+    opts, named, paths = replace(opts, files=edited.files), edited.named, edited.evidence
     results = [
         rank_task(ix, task, mode, opts, weights, name, answer, paths)
         for ix, name in zip(indexes, names, strict=True)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
-from .paths import named_files, path_evidence
+from .paths import edited_files
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, index_names, query_directives, read_task
 from .rank import ranking_for
 from .records import RuleRecord
@@ -245,13 +245,9 @@ def detect_context(indexes: Index | list[Index], text: Any, options: Any = None)
     else:
         threshold = _number(threshold, "options.confidenceThreshold", 0, 1)
     mode = check_mode(raw.get("modeSlug"))
-    given = parse_files(raw["files"]) if raw.get("files") is not None else ()
-    named = named_files(text, given)
-    if named:
-        notes.append(f"files named in the text, read as edited files: {', '.join(named)}")
-    files = given + named
-    paths = path_evidence(files) if files else None
-    found = dict(read_task(_as_list(indexes), text, mode, files, paths).to_dict())
+    edited = edited_files(text, parse_files(raw["files"]) if raw.get("files") is not None else ())
+    notes.extend(edited.notes())
+    found = dict(read_task(_as_list(indexes), text, mode, edited.files, edited.evidence).to_dict())
     if found["detectedLayer"] is not None and found["confidence"] < threshold:
         notes.append(f"layer {found['detectedLayer']} left out: confidence {found['confidence']} < {threshold}")
         found["detectedLayer"] = None

@@ -26,6 +26,24 @@ from .conftest import REPO, RULES
 QUERIES = REPO / "tests" / "data" / "eval_bundled.jsonl"
 
 
+def _corpus() -> Path:
+    """The public Cursor corpus beside the repository, or a skip saying why it is absent."""
+    from .conftest import SHARED
+
+    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
+    if not corpus.is_dir():
+        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
+    return corpus
+
+
+def _labeled(name: str, rules: Path, count: int) -> list[LabeledQuery]:
+    """``tests/data/<name>.jsonl``: its ``count`` tasks, every label a real rule file of ``rules`` graded 1 or 2."""
+    queries = load_queries(REPO / "tests" / "data" / f"{name}.jsonl")
+    assert len(queries) == count
+    assert all((rules / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    return queries
+
+
 def test_metrics_on_known_rankings() -> None:
     perfect = ranking_metrics(["a.md", "b.md", "c.md"], {"a.md": 2, "b.md": 1})
     assert perfect == {"ndcg@5": 1.0, "ndcg@10": 1.0, "recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0}
@@ -65,9 +83,7 @@ def test_ruledex_beats_the_bm25_floor_on_the_labeled_set(index: Index) -> None:
 
 def test_ruledex_beats_the_floor_on_the_blind_bundled_set(index: Index) -> None:
     """Written and graded by a session that read only rules/: measured, never tuned on."""
-    queries = load_queries(REPO / "tests" / "data" / "blind_bundled.jsonl")
-    assert len(queries) == 160
-    assert all((RULES / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    queries = _labeled("blind_bundled", RULES, 160)
     report = evaluate(index, queries, rules_dir=RULES)
     assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"] + 0.05, (
         "measured 0.851 vs 0.770 (docs/relevance.md)"
@@ -135,11 +151,7 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
     """Guards the measured level on the public corpus (issue #4): not a target, a floor for changes."""
     from ruledex.builder.build import build
 
-    from .conftest import SHARED
-
-    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
-    if not corpus.is_dir():
-        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
+    corpus = _corpus()
     queries = load_queries(REPO / "tests" / "data" / "eval_cursorrules.jsonl")
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
         report = evaluate(index, queries, rules_dir=corpus)
@@ -157,14 +169,8 @@ def test_blind_cursor_set_names_real_guides_and_ruledex_leads_the_floor(tmp_path
     """The blind set (written by a session that read only the corpus) is measured, not tuned on."""
     from ruledex.builder.build import build
 
-    from .conftest import SHARED
-
-    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
-    if not corpus.is_dir():
-        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
-    queries = load_queries(REPO / "tests" / "data" / "blind_cursorrules.jsonl")
-    assert len(queries) == 160
-    assert all((corpus / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    corpus = _corpus()
+    queries = _labeled("blind_cursorrules", corpus, 160)
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
         report = evaluate(index, queries, rules_dir=corpus)
     assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"], "measured 0.950 vs 0.912 (docs/relevance.md)"
@@ -189,19 +195,17 @@ def _with_and_without_named_files(
     index: Index, queries: list[LabeledQuery], rules: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report as shipped, and with files named in the task text ignored."""
-    from ruledex.reader import query
+    from ruledex.reader import paths
 
     named = evaluate(index, queries, rules_dir=rules)
-    monkeypatch.setattr(query, "named_files", lambda task, given=(): ())
+    monkeypatch.setattr(paths, "named_files", lambda task, given=(): ())
     ignored = evaluate(index, queries, rules_dir=rules)
     return named, ignored
 
 
 def test_files_named_in_the_task_help_on_fresh_bundled_tasks(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
     """60 tasks that each name a file, written and graded blind to the reader: measured, not tuned on."""
-    queries = load_queries(REPO / "tests" / "data" / "named_bundled.jsonl")
-    assert len(queries) == 60
-    assert all((RULES / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    queries = _labeled("named_bundled", RULES, 60)
     named, ignored = _with_and_without_named_files(index, queries, RULES, monkeypatch)
     assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.833 -> 0.867"
     assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.922 -> 0.915"
@@ -211,14 +215,8 @@ def test_files_named_in_the_task_help_on_fresh_bundled_tasks(index: Index, monke
 def test_files_named_in_the_task_help_on_fresh_cursor_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ruledex.builder.build import build
 
-    from .conftest import SHARED
-
-    corpus = SHARED / "corpora" / "awesome-cursorrules" / "rules"
-    if not corpus.is_dir():
-        pytest.skip(f"public corpus not found at {corpus} (it ships beside the repository in CI, not in a clone)")
-    queries = load_queries(REPO / "tests" / "data" / "named_cursorrules.jsonl")
-    assert len(queries) == 60
-    assert all((corpus / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    corpus = _corpus()
+    queries = _labeled("named_cursorrules", corpus, 60)
     with Index(build(corpus, tmp_path / "corpus.ruledex").path) as index:
         named, ignored = _with_and_without_named_files(index, queries, corpus, monkeypatch)
     assert named["ruledex"]["ndcg@10"] > ignored["ruledex"]["ndcg@10"] + 0.02, "measured 0.833 -> 0.874"
@@ -239,9 +237,7 @@ def test_a_teams_own_rules_rank_by_the_technologies_they_declare(
 
     data = REPO / "tests" / "data"
     rules = data / "team_rules"
-    queries = load_queries(data / "team_tasks.jsonl")
-    assert len(queries) == 40
-    assert all((rules / path).is_file() and grade in (1, 2) for q in queries for path, grade in q.relevant.items())
+    queries = _labeled("team_tasks", rules, 40)
     edited = with_files(queries, data / "team_files.jsonl")
     with Index(build(rules, tmp_path / "team.ruledex").path) as index:
         plain = evaluate(index, queries, rules_dir=rules)
