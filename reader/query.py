@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +31,8 @@ from .vocab import ANY_LAYER, LAYERS, SEVERITIES, TOPICS, names_from_mask, topic
 
 MAX_TASK_CHARS = 8000
 """Longer task descriptions are cut here (and the diagnostics say so)."""
+
+T = TypeVar("T")
 
 SEMANTIC_MIN = 0.45
 """A candidate with no keyword in common with the task needs at least this cosine to count as a match."""
@@ -545,20 +548,25 @@ def query_indexes(
     return _answer(lead.det, lead.layer, lead.topics, rendered, notes, stats, started, timings, opts, scores)
 
 
-def unique_directives(items: list[Item]) -> list[Item]:
-    """The first copy of each directive (same id and text) that overlapping layered indexes share.
+def first_copies(entries: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
+    """The first entry of each ``key`` (a directive's id and text), in order.
 
     Indexes built from overlapping rules (an organisation's and a team's, both with ``core.md``)
     hold the same directive twice; an answer shows it once, in rank order the higher-scoring copy.
     """
-    seen: set[tuple[str, str]] = set()
+    seen: set[Hashable] = set()
     out = []
-    for item in items:
-        key = (item.directive.id, item.directive.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
+    for entry in entries:
+        k = key(entry)
+        if k not in seen:
+            seen.add(k)
+            out.append(entry)
     return out
+
+
+def unique_directives(items: list[Item]) -> list[Item]:
+    """The first copy of each directive (same id and text) that overlapping layered indexes share."""
+    return first_copies(items, lambda item: (item.directive.id, item.directive.text))
 
 
 def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:

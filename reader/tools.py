@@ -16,7 +16,7 @@ from .catalog import closest_domains, render_rule, rule_summary
 from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
 from .paths import edited_files
-from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, index_names, query_directives, read_task
+from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, first_copies, index_names, query_directives, read_task
 from .rank import ranking_for
 from .records import RuleRecord
 from .vocab import LAYERS, SCOPES, TOPICS, names_from_mask
@@ -336,22 +336,6 @@ def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -
         ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
         key=lambda e: (-e["score"], e["index"], e["id"]),
     )
-    merged = _first_copies(ranked)
+    merged = first_copies(ranked, lambda entry: (entry["id"], entry["content"]))
     total = sum(answer["totalMatches"] for _, answer in searches) - (len(ranked) - len(merged))
     return {"results": merged[:limit], "totalMatches": total}
-
-
-def _first_copies(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The best copy of each directive (same id and content) that overlapping layered indexes share."""
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for entry in entries:
-        key = (entry["id"], entry["content"])
-        if key not in seen:
-            seen.add(key)
-            out.append(entry)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The read-only knowledge graph (Memory-MCP shapes)
