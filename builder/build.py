@@ -211,6 +211,8 @@ def compile_index(
     kw = build_keyword_index(documents, rule_docs)
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
+    example_texts = [(i, task) for i, r in enumerate(rules) for task in r.examples]
+    example_vectors = embed_texts(encoder, [t for _, t in example_texts])
     rule_bytes, rule_offsets = pack_records([r.to_row() for r in rules])
     dir_bytes, dir_offsets = pack_records([d.to_row() for d in directives])
     arrays: dict[str, np.ndarray] = {
@@ -232,6 +234,8 @@ def compile_index(
         **rule_tables(rules),
         "wta_vectors": wta_vectors.astype("<f4"),
         "wta_rule": np.array([i for i, _ in wta_texts], dtype="<u4"),
+        "example_vectors": example_vectors.astype("<f4"),
+        "example_rule": np.array([i for i, _ in example_texts], dtype="<u4"),
         **detection_tables(directives, documents, vectors),
         "rule_records": rule_bytes,
         "rule_offsets": rule_offsets,
@@ -273,6 +277,7 @@ def compile_index(
             "sections": sum(len(r.sections) for r in rules),
             "directives": len(directives),
             "when_to_apply": len(wta_texts),
+            "examples": len(example_texts),
         },
         "vocab": {"layers": list(LAYERS), "topics": list(TOPICS), "severities": list(SEVERITIES)},
     }

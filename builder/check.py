@@ -28,7 +28,9 @@ EXAMPLE_DEPTH = 3
 def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> list[Finding]:
     """Each rule's example tasks must name that rule among the first three documents cited.
 
-    A rule that always applies is in every answer whatever the task, so its examples pass.
+    The index matches a task against every rule's example tasks too, so each example is asked with
+    itself left out: the rule's content and its other examples must find it. A rule that always
+    applies is in every answer whatever the task, so its examples pass.
     """
     from ruledex.reader.evaluate import ruledex_ranking
     from ruledex.reader.index import Index
@@ -38,12 +40,13 @@ def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> l
 
     out = []
     with Index(index_path) as index:
-        for rule in index.rules():
+        for number, rule in enumerate(index.rules()):
             if rule.always_apply:
                 continue
             line = _key_line(texts.get(rule.path, ""), rule.path, "examples")
-            for task in rule.examples:
-                top = ruledex_ranking(query_directives(index, task), index)[:EXAMPLE_DEPTH]
+            for k, task in enumerate(rule.examples):
+                with index.leaving_out_example(index.example_row(number, k)):
+                    top = ruledex_ranking(query_directives(index, task), index)[:EXAMPLE_DEPTH]
                 if rule.path not in top:
                     got = ", ".join(top) or "nothing"
                     out.append(

@@ -1,4 +1,4 @@
-r"""The ruledex index file format, version 1.2. This module is the contract; nothing else knows bytes.
+r"""The ruledex index file format, version 1.3. This module is the contract; nothing else knows bytes.
 
 Layout of a ``.ruledex`` file (all integers little-endian)::
 
@@ -20,7 +20,8 @@ with ``np.frombuffer`` over one read-only ``mmap``; byte blobs (tokenizer JSON, 
 are ``|u1`` arrays.
 
 Compatibility rule: a reader opens any file of the same major version; sections it does not know
-are ignored (a newer minor version may add some), sections it needs must be present. A different
+are ignored (a newer minor version may add some), sections it needs must be present, except those a
+later minor version added (:attr:`SectionSpec.since`): a file older than a section does without it. A different
 major version is refused with a message that says which side to upgrade.
 
 Before any view is made the file is checked: length, magic, major version, manifest size and
@@ -50,12 +51,15 @@ import numpy as np
 from .errors import ArtifactError, ConfigError
 
 MAGIC = b"\x89RDX\r\n\x1a\n"
-FORMAT_VERSION: tuple[int, int] = (1, 2)
+FORMAT_VERSION: tuple[int, int] = (1, 3)
 """1.1 added ``rule_flags`` and the whole-rule posting lists ``rule_kw_*``. A 1.1 reader refuses a 1.0
 file (a required section is missing: rebuild it); a 1.0 reader opens a 1.1 file and ignores them.
 1.2 added the model's cosine calibration to the manifest (``model.cosine_scale`` and
 ``model.cosine_shift``, see ``encode.EncoderParams``): a 1.2 reader reads a 1.1 file as uncalibrated
-(1 and 0, as that file's model was); a 1.1 reader opens a 1.2 file and ranks with raw cosines."""
+(1 and 0, as that file's model was); a 1.1 reader opens a 1.2 file and ranks with raw cosines.
+1.3 added each rule's example tasks as phrases (``example_vectors``, ``example_rule``): a 1.3 reader
+reads an older file as having none, so an index pinned before still opens; a 1.2 reader opens a 1.3
+file and ignores them."""
 ALIGN = 64
 MAX_MANIFEST = 16 * 1024 * 1024
 _HEADER = struct.Struct("<8sHHIQ")
@@ -70,6 +74,8 @@ class SectionSpec:
     dtype: str
     ndim: int
     doc: str
+    since: tuple[int, int] = (1, 0)
+    """The format version that added the section: a file of an earlier version does without it."""
 
 
 SECTIONS: dict[str, SectionSpec] = {
@@ -100,6 +106,8 @@ SECTIONS: dict[str, SectionSpec] = {
     "rule_flags": SectionSpec("|u1", 1, "RULE_ALWAYS_APPLY | RULE_HAS_GLOBS | RULE_DECLARED bits per rule (rules,)"),
     "wta_vectors": SectionSpec("<f4", 2, "unit-norm when_to_apply phrase embeddings (phrases, dim)"),
     "wta_rule": SectionSpec("<u4", 1, "rule index of each when_to_apply phrase (phrases,)"),
+    "example_vectors": SectionSpec("<f4", 2, "unit-norm example task embeddings (examples, dim)", (1, 3)),
+    "example_rule": SectionSpec("<u4", 1, "rule index of each example task, in rule order (examples,)", (1, 3)),
     # detection tables learnt from the rules
     "layer_vectors": SectionSpec("<f4", 2, "unit-norm prototype per layer, zero if unused (layers, dim)"),
     "topic_vectors": SectionSpec("<f4", 2, "unit-norm prototype per topic, zero if unused (topics, dim)"),
@@ -288,6 +296,10 @@ class Artifact:
             self._views[name] = view
         return view
 
+    def has(self, name: str) -> bool:
+        """Whether the file holds section ``name`` (one newer than the file may be absent)."""
+        return name in self.manifest["sections"]
+
     def section_bytes(self, name: str) -> bytes:
         """A byte section as ``bytes`` (tokenizer JSON, msgpack tables)."""
         return self.section(name).tobytes()
@@ -355,15 +367,20 @@ def parse_header(path: Path, buffer: bytes | mmap.mmap) -> tuple[dict[str, Any],
             f"manifest format_version {manifest.get('format_version')} disagrees with header {major}.{minor}; rebuild it",
         )
     data_start = _align(HEADER_SIZE + manifest_len)
-    _check_sections(path, manifest["sections"], size - data_start)
+    _check_sections(path, manifest["sections"], size - data_start, (major, minor))
     return manifest, data_start
 
 
-def _check_sections(path: Path, table: dict[str, Any], data_size: int) -> None:
-    """Check every known section fits, is aligned, typed as specified and does not overlap."""
+def _check_sections(path: Path, table: dict[str, Any], data_size: int, version: tuple[int, int]) -> None:
+    """Check every known section fits, is aligned, typed as specified and does not overlap.
+
+    A section newer than the file's ``version`` may be absent (:attr:`SectionSpec.since`).
+    """
     spans: list[tuple[int, int, str]] = []
     for name, spec in SECTIONS.items():
         entry = table.get(name)
+        if entry is None and version < spec.since:
+            continue
         if not isinstance(entry, dict):
             raise _fail(
                 path, "required section missing (an older ruledex or another tool wrote this index); rebuild it", name

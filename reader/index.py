@@ -7,6 +7,8 @@ milliseconds) is built on first use.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,13 @@ class Index:
         self.rule_flags = s("rule_flags")
         self.wta_vectors = s("wta_vectors")
         self.wta_rule = s("wta_rule")
+        has_examples = self.artifact.has("example_rule")
+        self.example_vectors = (
+            s("example_vectors") if has_examples else np.zeros((0, self.directive_vectors.shape[1]), np.float32)
+        )
+        self.example_rule = s("example_rule") if has_examples else np.zeros(0, np.uint32)
+        self.left_out_example: int | None = None
+        """An example row queries do not match (``leaving_out_example``)."""
         self.layer_vectors = s("layer_vectors")
         self.topic_vectors = s("topic_vectors")
         self.kw_indptr = s("kw_indptr")
@@ -65,6 +74,7 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._wta_keywords: dict[int, frozenset[str]] = {}
+        self._example_keywords: dict[int, frozenset[str]] = {}
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
@@ -96,8 +106,17 @@ class Index:
                     name,
                     f"has {len(self.artifact.section(name))} rows for {self.n_rules} rules; rebuild the index",
                 )
-        if np.any(np.diff(self.wta_rule.astype(np.int64)) < 0):
-            raise ArtifactError(str(self.path), "wta_rule", "phrases are not in rule order; rebuild the index")
+        for name, rules in (("wta_rule", self.wta_rule), ("example_rule", self.example_rule)):
+            if np.any(np.diff(rules.astype(np.int64)) < 0):
+                raise ArtifactError(str(self.path), name, "phrases are not in rule order; rebuild the index")
+            if len(rules) and int(rules.max()) >= self.n_rules:
+                raise ArtifactError(
+                    str(self.path), name, f"names a rule past the {self.n_rules} rules; rebuild the index"
+                )
+        if len(self.example_vectors) != len(self.example_rule):
+            raise ArtifactError(
+                str(self.path), "example_vectors", "row count disagrees with example_rule; rebuild the index"
+            )
         if len(self.kw_indptr) != len(self.rule_kw_indptr) or len(self.kw_indptr) != len(self._term_offsets):
             raise ArtifactError(
                 str(self.path), "rule_kw_indptr", "posting lists disagree with the term table; rebuild the index"
@@ -200,11 +219,43 @@ class Index:
         """
         words = self._wta_keywords.get(phrase)
         if words is None:
-            rule = int(self.wta_rule[phrase])
-            first = int(np.searchsorted(self.wta_rule, rule))  # phrases are stored in rule order
-            words = frozenset(keywords(self.rule(rule).when_to_apply[phrase - first]))
-            self._wta_keywords[phrase] = words
+            words = self._wta_keywords[phrase] = self._phrase_keywords(self.wta_rule, phrase, "when_to_apply")
         return words
+
+    def example_keywords(self, row: int) -> frozenset[str]:
+        """Keyword set of example task ``row`` (a row of ``example_rule``), made on first use."""
+        words = self._example_keywords.get(row)
+        if words is None:
+            words = self._example_keywords[row] = self._phrase_keywords(self.example_rule, row, "examples")
+        return words
+
+    def _phrase_keywords(self, owners: np.ndarray, row: int, field: str) -> frozenset[str]:
+        rule = int(owners[row])
+        first = int(np.searchsorted(owners, rule))  # phrases are stored in rule order
+        texts = getattr(self.rule(rule), field)
+        if row - first >= len(texts):
+            raise ArtifactError(
+                str(self.path), f"{field} of rule {rule}", "fewer phrases than vectors; rebuild the index"
+            )
+        return frozenset(keywords(texts[row - first]))
+
+    def example_row(self, rule: int, k: int) -> int | None:
+        """The row of rule ``rule``'s ``k``-th example task; None if the index stores no such row (built before 1.3)."""
+        row = int(np.searchsorted(self.example_rule, rule)) + k
+        return row if row < len(self.example_rule) and int(self.example_rule[row]) == rule else None
+
+    @contextmanager
+    def leaving_out_example(self, row: int | None) -> Iterator[None]:
+        """Queries inside do not match example task ``row`` (None: every one counts).
+
+        ``ruledex check --examples`` asks whether a rule's content and its other examples find each
+        example task, not whether the example finds itself.
+        """
+        self.left_out_example = row
+        try:
+            yield
+        finally:
+            self.left_out_example = None
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:

@@ -79,7 +79,7 @@ def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.Captur
     code, out, _ = run(["info", idx], capsys)
     assert code == 0 and "directives" in out and "model:" in out
     code, out, _ = run(["info", idx, "--json"], capsys)
-    assert json.loads(out)["format_version"] == [1, 2]
+    assert json.loads(out)["format_version"] == [1, 3]
     code, out, _ = run(["verify", idx], capsys)
     assert code == 0 and out.startswith("ok: ")
 

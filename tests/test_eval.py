@@ -246,4 +246,7 @@ def test_a_teams_own_rules_rank_by_the_technologies_they_declare(
         answer = query_directives(index, "fix the bug", options={"files": ["admin/src/components/UserForm.tsx"]})
     assert with_stack["ruledex"]["ndcg@10"] > without_stack["ruledex"]["ndcg@10"], "measured 0.890 -> 0.909"
     assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.887 -> 0.909 with files"
-    assert answer["citations"][0]["rule"] == "react-admin", "not the Go error-handling rule"
+    cited = [c["rule"] for c in answer["citations"]]
+    # the team's core rule ("add a test that fails without your fix") may lead; never the Go rules
+    assert next(r for r in cited if r != "core") == "react-admin", cited
+    assert not {"error-handling", "go-style"} & set(cited[:6]), cited
