@@ -75,21 +75,21 @@ def test_labeled_set_is_large_and_varied() -> None:
 def test_ruledex_beats_the_bm25_floor_on_the_labeled_set(index: Index) -> None:
     """A regression guard on ranking quality (not on speed): keeps what issue #4 has measured."""
     report = evaluate(index, load_queries(QUERIES), rules_dir=RULES)  # the floor over the files as written
-    assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"] + 0.04, "measured +0.046 (docs/relevance.md)"
+    assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"] + 0.07, "measured +0.086 (docs/relevance.md)"
     assert report["ruledex"]["mrr"] > report["bm25"]["mrr"]
     assert report["tokenSavings"] > 0.9
-    assert report["layerAccuracy"] >= 0.7, "measured 0.727 with the trained task model (docs/relevance.md)"
+    assert report["layerAccuracy"] >= 0.8, "issue #4's target; measured 0.849 (docs/relevance.md)"
 
 
 def test_ruledex_beats_the_floor_on_the_blind_bundled_set(index: Index) -> None:
     """Written and graded by a session that read only rules/: measured, never tuned on."""
     queries = _labeled("blind_bundled", RULES, 160)
     report = evaluate(index, queries, rules_dir=RULES)
-    assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"] + 0.05, (
-        "measured 0.851 vs 0.770 (docs/relevance.md)"
+    assert report["ruledex"]["ndcg@10"] > report["bm25"]["ndcg@10"] + 0.08, (
+        "measured 0.866 vs 0.771 (docs/relevance.md)"
     )
     edited = evaluate(index, with_files(queries, REPO / "tests" / "data" / "files_blind_bundled.jsonl"))
-    assert edited["ruledex"]["ndcg@10"] >= report["ruledex"]["ndcg@10"] - 0.01, "measured 0.851 -> 0.858 with files"
+    assert edited["ruledex"]["ndcg@10"] >= report["ruledex"]["ndcg@10"] - 0.01, "measured 0.866 -> 0.867 with files"
     assert edited["layerAccuracy"] > report["layerAccuracy"], "measured 0.800 -> 0.838 with files"
 
 
@@ -208,8 +208,8 @@ def test_files_named_in_the_task_help_on_fresh_bundled_tasks(index: Index, monke
     queries = _labeled("named_bundled", RULES, 60)
     named, ignored = _with_and_without_named_files(index, queries, RULES, monkeypatch)
     assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.833 -> 0.867"
-    assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.922 -> 0.915"
-    assert named["ruledex"]["ndcg@10"] > named["bm25"]["ndcg@10"], "measured 0.915 vs 0.854"
+    assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.921 -> 0.919"
+    assert named["ruledex"]["ndcg@10"] > named["bm25"]["ndcg@10"], "measured 0.919 vs 0.854"
 
 
 def test_files_named_in_the_task_help_on_fresh_cursor_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,8 +244,9 @@ def test_a_teams_own_rules_rank_by_the_technologies_they_declare(
         with_stack = evaluate(index, edited, rules_dir=rules)
         without_stack = evaluate(index, edited, rules_dir=rules, weights=replace(DECLARED_WEIGHTS, stack=0.0))
         answer = query_directives(index, "fix the bug", options={"files": ["admin/src/components/UserForm.tsx"]})
-    assert with_stack["ruledex"]["ndcg@10"] > without_stack["ruledex"]["ndcg@10"], "measured 0.890 -> 0.909"
-    assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.887 -> 0.909 with files"
+    assert with_stack["ruledex"]["ndcg@10"] > without_stack["ruledex"]["ndcg@10"], "measured 0.908 -> 0.913"
+    assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.907 -> 0.913 with files"
+    assert plain["ruledex"]["ndcg@10"] > plain["bm25"]["ndcg@10"], "measured 0.907 vs 0.897 (0.887 before examples matched)"
     cited = [c["rule"] for c in answer["citations"]]
     # the team's core rule ("add a test that fails without your fix") may lead; never the Go rules
     assert next(r for r in cited if r != "core") == "react-admin", cited
