@@ -242,8 +242,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"source:      {src.get('repository') or '-'} {src.get('path') or ''} @ {src.get('commit', '')[:12] or '-'} ({src.get('ref') or '-'}){' DIRTY' if src.get('dirty') else ''}"
     )
     print(f"built from:  commit time {m.get('build_time') or '-'}")
+    examples = f", {counts['examples']} example tasks" if "examples" in counts else ""  # format 1.3 on
     print(
-        f"contents:    {counts.get('rules')} rules, {counts.get('sections')} sections, {counts.get('directives')} directives"
+        f"contents:    {counts.get('rules')} rules, {counts.get('sections')} sections, {counts.get('directives')} directives{examples}"
     )
     print(
         f"model:       {model.get('name')} (dim {model.get('dim')}, vocab {model.get('vocab_size')}, sha256 {str(model.get('hash'))[:16]}...)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.Captur
     assert code == 1 and "closest: security" in err
     code, out, _ = run(["info", idx], capsys)
     assert code == 0 and "directives" in out and "model:" in out
+    assert re.search(r"246 directives, \d+ example tasks", out)  # the bundled rules' examples are matched too
     code, out, _ = run(["info", idx, "--json"], capsys)
     assert json.loads(out)["format_version"] == [1, 3]
     code, out, _ = run(["verify", idx], capsys)
