@@ -8,7 +8,7 @@ three candidates), so a rule whose several directives match outranks one stray m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 
 import numpy as np
 
@@ -129,47 +129,31 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     wanted = np.zeros(index.n_rules, bool)
     wanted[rules] = True
     per_rule = np.zeros(index.n_rules, np.float32)
-    _phrase_fit(per_rule, index, index.wta_vectors, index.wta_rule, index.wta_keywords, wanted, qvec, terms, 1.0)
+    _phrase_fit(per_rule, index, "when_to_apply", wanted, qvec, terms, 1.0)
     if len(index.example_rule):
-        keep = None
-        if index.left_out_example is not None:
-            keep = np.ones(len(index.example_rule), bool)
-            keep[index.left_out_example] = False
-        _phrase_fit(
-            per_rule,
-            index,
-            index.example_vectors,
-            index.example_rule,
-            index.example_keywords,
-            wanted,
-            qvec,
-            terms,
-            EXAMPLE_SHARE,
-            keep,
-        )
+        _phrase_fit(per_rule, index, "examples", wanted, qvec, terms, EXAMPLE_SHARE, index.left_out_example)
     return np.minimum(np.maximum(per_rule[rules], 0.0), 1.0)
 
 
 def _phrase_fit(
     per_rule: np.ndarray,
     index: Index,
-    vectors: np.ndarray,
-    owners: np.ndarray,
-    words_of: Callable[[int], frozenset[str]],
+    field: str,
     wanted: np.ndarray,
     qvec: np.ndarray,
     terms: set[str],
     share: float,
-    keep: np.ndarray | None = None,
+    skip: int | None = None,
 ) -> None:
-    """Raise ``per_rule`` to each wanted rule's best phrase fit, times ``share`` (phrases of ``owners``).
+    """Raise ``per_rule`` to each wanted rule's best fit among its ``field`` phrases, times ``share``.
 
     By meaning: the phrase's cosine, from 0.3 (nothing) to 0.7 (full). By words: the share of the
-    phrase's keywords the task has (at most 4 needed). ``keep`` leaves phrases out.
+    phrase's keywords the task has (at most 4 needed). Phrase row ``skip`` is left out.
     """
+    vectors, owners = index.phrase_table(field)
     chosen = wanted[owners]
-    if keep is not None:
-        chosen &= keep
+    if skip is not None:
+        chosen[skip] = False
     phrases = chosen.nonzero()[0]
     if not len(phrases):
         return
@@ -177,10 +161,13 @@ def _phrase_fit(
     phrase_rules = owners[phrases].astype(np.int64)
     fit = (sims - np.float32(0.3)) / np.float32(0.4)
     np.maximum.at(per_rule, phrase_rules, (fit * np.float32(share)).astype(np.float32))
-    for phrase, rule in zip(phrases.tolist(), phrase_rules.tolist(), strict=True):
-        words = words_of(phrase)
-        if not terms.isdisjoint(words):
-            per_rule[rule] = max(per_rule[rule], share * len(words & terms) / max(1, min(len(words), 4)))
+    for rule in dict.fromkeys(phrase_rules.tolist()):  # phrases come in rule order
+        found = index.rule_phrases(field, rule)
+        if terms.isdisjoint(found.vocabulary):  # most rules share no word with the task: one test each
+            continue
+        for row, words in enumerate(found.words, found.first):
+            if row != skip and not terms.isdisjoint(words):
+                per_rule[rule] = max(per_rule[rule], share * len(words & terms) / max(1, min(len(words), 4)))
 
 
 def file_fit(rules: np.ndarray, scoped: set[int], elsewhere: set[int] | None) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,18 @@ from .vocab import LAYERS, SEVERITIES, TOPICS
 
 TERM_MEMO = 100_000
 """Most term lookups an index remembers (a few MB) before starting afresh."""
+
+
+@dataclass(frozen=True)
+class RulePhrases:
+    """One rule's when_to_apply phrases or example tasks, as keyword sets."""
+
+    first: int
+    """Row of the rule's first phrase in its table (``wta_rule`` or ``example_rule``)."""
+    words: tuple[frozenset[str], ...]
+    """Keywords of each phrase, in row order."""
+    vocabulary: frozenset[str]
+    """Every keyword of the rule's phrases: a task sharing none needs no phrase-by-phrase test."""
 
 
 class Index:
@@ -73,8 +86,7 @@ class Index:
         self._dir_offsets = s("directive_offsets")
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
-        self._wta_keywords: dict[int, frozenset[str]] = {}
-        self._example_keywords: dict[int, frozenset[str]] = {}
+        self._rule_phrases: dict[tuple[str, int], RulePhrases] = {}
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
@@ -212,32 +224,31 @@ class Index:
         b = self.b
         return (k1 * (1.0 - b + b * lengths.astype(np.float32) / np.float32(avgdl))).astype(np.float32)
 
-    def wta_keywords(self, phrase: int) -> frozenset[str]:
-        """Keyword set of when_to_apply phrase ``phrase`` (a row of ``wta_rule``), made on first use.
+    def phrase_table(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors, owning rule per row) of a rule's phrase field: ``when_to_apply`` or ``examples``."""
+        if field == "examples":
+            return self.example_vectors, self.example_rule
+        return self.wta_vectors, self.wta_rule
+
+    def rule_phrases(self, field: str, rule: int) -> RulePhrases:
+        """The keywords of rule ``rule``'s ``field`` phrases (``when_to_apply`` or ``examples``), made on first use.
 
         Only the phrases of a query's candidate rules are ever needed, so nothing is made up front.
         """
-        words = self._wta_keywords.get(phrase)
-        if words is None:
-            words = self._wta_keywords[phrase] = self._phrase_keywords(self.wta_rule, phrase, "when_to_apply")
-        return words
-
-    def example_keywords(self, row: int) -> frozenset[str]:
-        """Keyword set of example task ``row`` (a row of ``example_rule``), made on first use."""
-        words = self._example_keywords.get(row)
-        if words is None:
-            words = self._example_keywords[row] = self._phrase_keywords(self.example_rule, row, "examples")
-        return words
-
-    def _phrase_keywords(self, owners: np.ndarray, row: int, field: str) -> frozenset[str]:
-        rule = int(owners[row])
-        first = int(np.searchsorted(owners, rule))  # phrases are stored in rule order
-        texts = getattr(self.rule(rule), field)
-        if row - first >= len(texts):
-            raise ArtifactError(
-                str(self.path), f"{field} of rule {rule}", "fewer phrases than vectors; rebuild the index"
-            )
-        return frozenset(keywords(texts[row - first]))
+        found = self._rule_phrases.get((field, rule))
+        if found is None:
+            owners = self.phrase_table(field)[1]
+            first, end = (int(i) for i in np.searchsorted(owners, [rule, rule + 1]))  # phrases in rule order
+            texts = getattr(self.rule(rule), field)
+            if len(texts) != end - first:
+                raise ArtifactError(
+                    str(self.path),
+                    field,
+                    f"rule {rule} has {len(texts)} phrases and {end - first} vectors; rebuild the index",
+                )
+            words = tuple(frozenset(keywords(text)) for text in texts)
+            found = self._rule_phrases[(field, rule)] = RulePhrases(first, words, frozenset().union(*words))
+        return found
 
     def example_row(self, rule: int, k: int) -> int | None:
         """The row of rule ``rule``'s ``k``-th example task; None if the index stores no such row (built before 1.3)."""

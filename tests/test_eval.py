@@ -246,7 +246,9 @@ def test_a_teams_own_rules_rank_by_the_technologies_they_declare(
         answer = query_directives(index, "fix the bug", options={"files": ["admin/src/components/UserForm.tsx"]})
     assert with_stack["ruledex"]["ndcg@10"] > without_stack["ruledex"]["ndcg@10"], "measured 0.908 -> 0.913"
     assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.907 -> 0.913 with files"
-    assert plain["ruledex"]["ndcg@10"] > plain["bm25"]["ndcg@10"], "measured 0.907 vs 0.897 (0.887 before examples matched)"
+    assert plain["ruledex"]["ndcg@10"] > plain["bm25"]["ndcg@10"], (
+        "measured 0.907 vs 0.897 (0.887 before examples matched)"
+    )
     cited = [c["rule"] for c in answer["citations"]]
     # the team's core rule ("add a test that fails without your fix") may lead; never the Go rules
     assert next(r for r in cited if r != "core") == "react-admin", cited
