@@ -29,12 +29,14 @@ class Retrieval:
 
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every range ``[start, start + length)`` concatenated, and where each position's range begins.
+    """Every range ``[start, start + length)`` concatenated, and where each range begins in it.
 
-    The second array gives, per position of the concatenation, the offset of its range's first entry.
+    The second array holds, per range (not per position), the offset of its first entry in the
+    concatenation. Callers make sure some range is not empty.
     """
-    begins = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) - begins + np.arange(int(lengths.sum())), begins
+    ends = lengths.cumsum()
+    begins = ends - lengths
+    return np.repeat(starts - begins, lengths) + np.arange(ends[-1]), begins
 
 
 def _bm25(
@@ -110,8 +112,11 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     total = int(lengths.sum())
     if not total:
         return np.zeros(0, np.int64)
-    members, group_start = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
-    ranked = np.lexsort((members, -cosine[members], group_start))  # each rule's members, best first
+    members, begins = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
+    group_start = np.repeat(begins, lengths)
+    # each rule's members, best first; lexsort is stable and a rule's members come in position order,
+    # so equal cosines keep the lower position first
+    ranked = np.lexsort((-cosine[members], group_start))
     return members[ranked[np.arange(total) - group_start < k]]
 
 
@@ -125,10 +130,11 @@ def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
         return nonzero
     values = scores[nonzero]
     kth = np.partition(values, len(values) - k)[len(values) - k]
-    above = values > kth
-    ties = (values == kth).nonzero()[0][: k - int(np.count_nonzero(above))]  # lowest ids win ties
-    above[ties] = True
-    return nonzero[above]
+    best = values >= kth
+    if np.count_nonzero(best) > k:  # ties at the k-th score (rare): the lowest ids win them
+        best = values > kth
+        best[(values == kth).nonzero()[0][: k - int(np.count_nonzero(best))]] = True
+    return nonzero[best]
 
 
 def retrieve(
