@@ -65,6 +65,8 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._wta_keywords: dict[int, frozenset[str]] = {}
+        self._wta_by_word: dict[str, list[tuple[int, int]]] = {}
+        self._wta_indexed = np.zeros(self.n_rules, bool)
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
@@ -205,6 +207,22 @@ class Index:
             words = frozenset(keywords(self.rule(rule).when_to_apply[phrase - first]))
             self._wta_keywords[phrase] = words
         return words
+
+    def wta_sharing(self, terms: set[str], rules: np.ndarray) -> dict[int, int]:
+        """The when_to_apply phrases of ``rules`` (a mask over rules) with a keyword in ``terms``: phrase -> rule.
+
+        Phrases are indexed by keyword rule by rule, the first time a query needs their rule: nothing is
+        decoded up front, and a query looks up its few terms instead of testing every phrase of its rules.
+        """
+        new = rules & ~self._wta_indexed
+        if new.any():
+            for rule in new.nonzero()[0].tolist():
+                first, end = np.searchsorted(self.wta_rule, rule), np.searchsorted(self.wta_rule, rule, "right")
+                for phrase in range(int(first), int(end)):
+                    for word in self.wta_keywords(phrase):
+                        self._wta_by_word.setdefault(word, []).append((phrase, rule))
+            self._wta_indexed |= new
+        return {phrase: rule for term in terms for phrase, rule in self._wta_by_word.get(term, ()) if rules[rule]}
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:
