@@ -174,6 +174,19 @@ class Index:
         except (ValueError, TypeError, AttributeError, msgpack.exceptions.ExtraData) as exc:
             raise self._damaged("detect_terms", exc) from None
 
+    @cached_property
+    def learnt_by_term(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """:attr:`detect_terms` by term: term -> its (kind, name) pairs, kind ``layers`` or ``topics``.
+
+        Detection looks up a task's dozen terms here instead of intersecting them with every table.
+        """
+        out: dict[str, list[tuple[str, str]]] = {}
+        for kind in ("layers", "topics"):
+            for name, terms in self.detect_terms.get(kind, {}).items():
+                for term in terms:
+                    out.setdefault(term, []).append((kind, name))
+        return {term: tuple(pairs) for term, pairs in out.items()}
+
     def _damaged(self, section: str, exc: Exception) -> ArtifactError:
         """The error for a section that cannot be read: the file is damaged, not the request."""
         return ArtifactError(

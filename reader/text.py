@@ -176,7 +176,11 @@ _SESSION_FIRST = frozenset(first for first, _ in _SESSION_VERBS)
 
 def keywords(text: str) -> list[str]:
     """The keyword terms of a text, in order, as the BM25 index stores them."""
-    ws = words(text)
+    return keywords_of(words(text))
+
+
+def keywords_of(ws: list[str]) -> list[str]:
+    """:func:`keywords` of a text whose :func:`words` are already split (no second pass over the text)."""
     if _SESSION_FIRST.isdisjoint(ws):  # nearly every text: no pair to fold
         return [stem(w) for w in ws if w not in STOPWORDS]
     out, i = [], 0
