@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import operator
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
@@ -223,7 +224,7 @@ def rank_task(
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
-    got = replace(got, ids=got.ids[keep], bm25=got.bm25[keep], cosine=got.cosine[keep])
+    got = got.only(keep)
     candidate_rules = candidate_rules[keep]
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
@@ -249,14 +250,14 @@ def rank_task(
         head = diverse_head(positions, candidate_rules, max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
         rows = zip(head.tolist(), got.ids[head].tolist(), scored.total[head].tolist(), strict=True)
+        directive_at, rule_at, commit = index.directive, index.rule, index.commit  # bound once: 32 rows a query
         for rank, (pos, directive_id, base) in enumerate(rows):
-            directive = index.directive(directive_id)
+            directive = directive_at(directive_id)
             if rank in dupes:
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
-            rule = index.rule(directive.rule)
-            total = base + SCOPE_BOOST.get(rule.scope, 0.0)
-            items.append(Item(directive, rule, total, index_name, index.commit))
+            rule = rule_at(directive.rule)
+            items.append(Item(directive, rule, base + SCOPE_BOOST.get(rule.scope, 0.0), index_name, commit))
             if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
                 breakdowns[(index_name, directive.id)] = scored.row(pos)
     timings["rank"] = time.perf_counter() - t0
@@ -470,7 +471,9 @@ def query_indexes(
         notes.append("local model detector gave no usable answer; used the built-in detector")
     names = index_names(indexes)
     edited = edited_files(task, opts.files)  # a file the task names is one the user is about to edit
-    opts, named, paths = replace(opts, files=edited.files), edited.named, edited.evidence
+    named, paths = edited.named, edited.evidence
+    if edited.files != opts.files:
+        opts = replace(opts, files=edited.files)
     results = [
         rank_task(ix, task, mode, opts, weights, name, answer, paths)
         for ix, name in zip(indexes, names, strict=True)
@@ -575,9 +578,13 @@ def first_copies(entries: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
     return out
 
 
+_DIRECTIVE_KEY = operator.attrgetter("directive.id", "directive.text")
+"""A directive's identity across layered indexes: (id, text) of an :class:`Item`."""
+
+
 def unique_directives(items: list[Item]) -> list[Item]:
     """The first copy of each directive (same id and text) that overlapping layered indexes share."""
-    return first_copies(items, lambda item: (item.directive.id, item.directive.text))
+    return first_copies(items, _DIRECTIVE_KEY)
 
 
 def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:

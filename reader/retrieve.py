@@ -27,6 +27,12 @@ class Retrieval:
     rule_bm25: np.ndarray | None = None
     """Per rule (not per candidate): BM25 of the whole rule document."""
 
+    def only(self, keep: np.ndarray) -> Retrieval:
+        """The candidates where ``keep`` (a mask over them) is true; the per-rule evidence unchanged."""
+        return Retrieval(
+            self.ids[keep], self.bm25[keep], self.cosine[keep], self.searched, self.rule_cosine, self.rule_bm25
+        )
+
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every range ``[start, start + length)`` concatenated, and where each range begins in it.
