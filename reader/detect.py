@@ -374,11 +374,11 @@ def _add_vectors(
     query: np.ndarray | None,
     cosine_scale: float = 1.0,
 ) -> None:
-    if protos is None or query is None or not len(protos) or not query.any():
+    if protos is None or query is None or not len(protos) or not np.count_nonzero(query):
         return
     sims = protos @ query
     used = protos.any(axis=1)  # classes the index has no directives for have a zero prototype
-    if not used.any():
+    if not np.count_nonzero(used):
         return
     chosen = sims[used]
     mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper

@@ -74,7 +74,7 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     n = values.shape[-1]
     if not n:
         return values
-    if n > 1 and (rules[1:] < rules[:-1]).any():  # candidates come in id order, hence rule order
+    if n > 1 and np.count_nonzero(rules[1:] < rules[:-1]):  # candidates come in id order, hence rule order
         back = np.argsort(rules, kind="stable")
         out = np.empty_like(values, np.float32)
         out[..., back] = rule_blend(values[..., back], rules[back], share)
@@ -92,7 +92,7 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     top = padded[:, starts[:, None] + _TOP_THREE] * (sizes[:, None] > _TOP_THREE)
     # the three best of every rule, summed best first as a sorted slice would be
     means = ((top[..., 0] + top[..., 1]) + top[..., 2]) / np.minimum(sizes, 3).astype(np.float32)
-    blended = ((1 - share) * rows + share * np.repeat(means, sizes, axis=1)).astype(np.float32, copy=False)
+    blended = ((1 - share) * rows + share * means.repeat(sizes, axis=1)).astype(np.float32, copy=False)
     return blended if values.ndim > 1 else blended[0]
 
 
@@ -193,7 +193,7 @@ def features(
     layer_match = np.full(len(ids), 0.5, np.float32) if layer is None else _layer_fits(layer)[index.dir_layers[ids]]
     severity = _SEVERITY_BOOSTS[index.dir_severity[ids]]
     semantic = np.minimum(np.maximum(got.cosine, 0.0), 1.0).astype(np.float32, copy=False)
-    blended = rule_blend(np.stack([semantic, relative(got.bm25)]), rules)
+    blended = rule_blend(np.array([semantic, relative(got.bm25)]), rules)
     gate = np.float32(TRUST_FLOOR + (1 - TRUST_FLOOR) * min(max(trust, 0.0), 1.0) ** TRUST_POWER)
     return {
         "authority": authority * gate,

@@ -161,7 +161,7 @@ class Index:
 
         A task with no known token (a zero vector) has no meaning to compare: zeros, not the shift.
         """
-        if not vector.any():
+        if not np.count_nonzero(vector):
             return np.zeros(len(rows), dtype=np.float32)
         return self.encoder.params.calibrate((rows @ vector).astype(np.float32, copy=False))
 
@@ -228,7 +228,7 @@ class Index:
         decoded up front, and a query looks up its few terms instead of testing every phrase of its rules.
         """
         new = rules & ~self._wta_indexed
-        if new.any():
+        if np.count_nonzero(new):
             for rule in new.nonzero()[0].tolist():
                 first, end = np.searchsorted(self.wta_rule, rule), np.searchsorted(self.wta_rule, rule, "right")
                 for phrase in range(int(first), int(end)):

@@ -207,7 +207,8 @@ def rank_task(
     lexical = (got.bm25 > 0) | rule_matched
     topical = in_rules(candidate_rules, first.topical)
     keep = lexical | (got.cosine >= SEMANTIC_MIN) | in_pinned | topical
-    if nothing_specific(det, bool(lexical.any()), opts):  # the closest by meaning alone is noise, not a match
+    # the closest by meaning alone is noise, not a match
+    if nothing_specific(det, bool(np.count_nonzero(lexical)), opts):
         keep &= in_pinned | topical
     ranking = ranking_for(index.declared_share)
     sure = det.confidence >= ranking.strict_min_confidence

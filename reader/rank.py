@@ -250,8 +250,8 @@ def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
     dropped: list[int] = []
     kept: list[int] = []
     gram = vectors @ vectors.T  # one product instead of one per row
-    np.fill_diagonal(gram, 0.0)  # a row is not its own duplicate (the loop below never reads the diagonal)
-    if not (gram >= threshold).any():
+    gram.flat[:: len(gram) + 1] = 0.0  # the diagonal: a row is not its own duplicate (the loop never reads it)
+    if not np.count_nonzero(gram >= threshold):
         return dropped  # the usual case: no pair is that close
     empty = ~np.any(vectors, axis=1)
     for i in range(len(vectors)):

@@ -42,7 +42,7 @@ def _spans(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     """
     ends = lengths.cumsum()
     begins = ends - lengths
-    return np.repeat(starts - begins, lengths) + np.arange(ends[-1]), begins
+    return (starts - begins).repeat(lengths) + np.arange(ends[-1]), begins
 
 
 def _bm25(
@@ -78,7 +78,7 @@ def _bm25(
     gather, _ = _spans(starts, lengths)
     ids = postings[gather]
     tf32 = tfs[gather].astype(np.float32)
-    np.add.at(scores, ids, np.repeat(factors, lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
+    np.add.at(scores, ids, factors.repeat(lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
     return scores
 
 
@@ -119,7 +119,7 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     if not total:
         return np.zeros(0, np.int64)
     members, begins = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
-    group_start = np.repeat(begins, lengths)
+    group_start = begins.repeat(lengths)
     # each rule's members, best first; lexsort is stable and a rule's members come in position order,
     # so equal cosines keep the lower position first
     ranked = np.lexsort((-cosine[members], group_start))
@@ -135,7 +135,9 @@ def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
     if len(nonzero) <= k:
         return nonzero
     values = scores[nonzero]
-    kth = np.partition(values, len(values) - k)[len(values) - k]
+    parted = values.copy()  # np.partition's own copy, without its Python wrapper
+    parted.partition(len(values) - k)
+    kth = parted[len(values) - k]
     best = values >= kth
     if np.count_nonzero(best) > k:  # ties at the k-th score (rare): the lowest ids win them
         best = values > kth
