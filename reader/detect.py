@@ -377,7 +377,7 @@ def _add_vectors(
     if protos is None or query is None or not len(protos) or not np.count_nonzero(query):
         return
     sims = protos @ query
-    used = protos.any(axis=1)  # classes the index has no directives for have a zero prototype
+    used = np.logical_or.reduce(protos, axis=1)  # classes the index has no directives for have a zero prototype
     if not np.count_nonzero(used):
         return
     chosen = sims[used]

@@ -528,6 +528,9 @@ def query_indexes(
             if ranked
             else "no specific match and the index has no core rules"
         )
+    always = unique_directives([it for r in results for it in r.always])
+    # only a rule with a review date can be stale: reading the local date costs more than this test
+    dated = any(it.rule.expires for it in ranked) or any(it.rule.expires for it in always)
     rendered = render(
         ranked,
         header=_header(lead.det, lead.layer, lead.topics, header_note),
@@ -536,9 +539,9 @@ def query_indexes(
         max_items=opts.maxItems,
         breadcrumbs=opts.includeBreadcrumbs,
         rationale=opts.includeRationale,
-        today=dt.date.today().isoformat(),
+        today=dt.date.today().isoformat() if dated else "",
         min_scores={r.index_name: r.min_score for r in results},
-        always=unique_directives([it for r in results for it in r.always]),
+        always=always,
     )
     stale = [c["id"] for c in rendered.citations if c["stale"]]
     if stale:

@@ -65,14 +65,11 @@ def _bm25(
     term_ids = np.array([term_id for term_id, _ in terms], np.int64)
     starts = indptr[term_ids].astype(np.int64)
     lengths = indptr[term_ids + 1].astype(np.int64) - starts
-    total = int(lengths.sum())
-    if not total:
+    dfs = lengths.tolist()
+    if not any(dfs):
         return scores
     factors = np.array(
-        [
-            weight * math.log((n - df + 0.5) / (df + 0.5) + 1.0)
-            for (_, weight), df in zip(terms, lengths.tolist(), strict=True)
-        ],
+        [weight * math.log((n - df + 0.5) / (df + 0.5) + 1.0) for (_, weight), df in zip(terms, dfs, strict=True)],
         np.float32,
     )  # weight x idf per term
     gather, _ = _spans(starts, lengths)
@@ -115,15 +112,14 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     """Positions of the ``k`` directives of each rule closest to the task by cosine (ties by position)."""
     start, end = index.rule_bounds
     lengths = end[rules] - start[rules]
-    total = int(lengths.sum())
-    if not total:
+    if not np.count_nonzero(lengths):
         return np.zeros(0, np.int64)
     members, begins = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
     group_start = begins.repeat(lengths)
     # each rule's members, best first; lexsort is stable and a rule's members come in position order,
     # so equal cosines keep the lower position first
     ranked = np.lexsort((-cosine[members], group_start))
-    return members[ranked[np.arange(total) - group_start < k]]
+    return members[ranked[np.arange(len(members)) - group_start < k]]
 
 
 def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
