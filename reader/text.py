@@ -14,7 +14,6 @@ without a dependency.
 from __future__ import annotations
 
 import functools
-import math
 import re
 
 KEYWORD_TOKENIZER = "ruledex-words-1"
@@ -205,7 +204,7 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     n_words = len(text.split())
-    return max(math.ceil(len(text) / 4), math.ceil(n_words * 4 / 3))
+    return max((len(text) + 3) // 4, (4 * n_words + 2) // 3)  # the two ceilings, in integers
 
 
 def slug(text: str) -> str:
