@@ -66,9 +66,9 @@ class Index:
         self._directives: dict[int, DirectiveRecord] = {}
         self._wta_keywords: dict[int, frozenset[str]] = {}
         self._wta_by_word: dict[str, list[tuple[int, int]]] = {}
-        self._wta_indexed = np.zeros(self.n_rules, bool)
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
+        self._wta_indexed = np.zeros(self.n_rules, bool)  # rules whose phrases _wta_by_word holds
 
     def _check_vocab(self) -> None:
         vocab = self.manifest.get("vocab", {})
