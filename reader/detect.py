@@ -13,7 +13,7 @@ claimed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from .paths import PathEvidence
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .technologies import named_technologies
-from .text import keywords, stem, words
+from .text import keywords_of, stem, words
 from .vocab import LAYERS, TOPICS
 
 MODES = ("architect", "code", "debug")
@@ -317,7 +317,7 @@ def task_terms(text: str) -> tuple[list[str], set[str]]:
     for phrase, term in PHRASES:
         folded = folded.replace(phrase, f"{phrase} {term}")
     raw = words(folded)
-    return raw, set(expand(keywords(folded))) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
+    return raw, set(expand(keywords_of(raw))) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
 
 
 def _inverted(
@@ -350,10 +350,21 @@ _LAYER_NAMES = tuple(LAYER_TERMS)
 _TOPIC_NAMES = tuple(TOPIC_TERMS)
 
 
-def _add_learnt(scores: dict[str, float], terms: set[str], learnt: dict[str, Collection[str]]) -> None:
-    for name, vocab in learnt.items():
+def _add_learnt(
+    layer_scores: dict[str, float],
+    topic_scores: dict[str, float],
+    terms: set[str],
+    learnt: Mapping[str, tuple[tuple[str, str], ...]],
+) -> None:
+    """Add :data:`_LEARNT_WEIGHT` per task term in each learnt table, once per table (the tables by term)."""
+    counts: dict[tuple[str, str], int] = {}
+    for term in terms:
+        for key in learnt.get(term, ()):
+            counts[key] = counts.get(key, 0) + 1
+    for (kind, name), n in counts.items():
+        scores = layer_scores if kind == "layers" else topic_scores
         if name in scores:
-            scores[name] += _LEARNT_WEIGHT * len(terms.intersection(vocab))
+            scores[name] += _LEARNT_WEIGHT * n
 
 
 def _add_vectors(
@@ -363,11 +374,11 @@ def _add_vectors(
     query: np.ndarray | None,
     cosine_scale: float = 1.0,
 ) -> None:
-    if protos is None or query is None or not len(protos) or not query.any():
+    if protos is None or query is None or not len(protos) or not np.count_nonzero(query):
         return
     sims = protos @ query
-    used = protos.any(axis=1)  # classes the index has no directives for have a zero prototype
-    if not used.any():
+    used = np.logical_or.reduce(protos, axis=1)  # classes the index has no directives for have a zero prototype
+    if not np.count_nonzero(used):
         return
     chosen = sims[used]
     mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper
@@ -416,7 +427,7 @@ def detect(
     query_vector: np.ndarray | None = None,
     layer_vectors: np.ndarray | None = None,
     topic_vectors: np.ndarray | None = None,
-    learnt: dict[str, dict[str, Collection[str]]] | None = None,
+    learnt: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
     feedback: tuple[dict[str, float], dict[str, float]] | None = None,
     paths: PathEvidence | None = None,
     task_model: TaskModel | bool = True,
@@ -425,6 +436,8 @@ def detect(
 ) -> Detection:
     """Detect context from task text, optionally helped by an index's tables (pure function).
 
+    ``learnt`` holds the terms the builder learnt from the index's rules, by term
+    (:attr:`~ruledex.reader.index.Index.learnt_by_term`).
     ``feedback`` holds (layer votes, topic votes) from the directives that best match the task
     (pseudo-relevance feedback), so a paraphrased task is placed where its matching rules live. It
     counts only where the task's own words or meaning claim a layer or a topic: some directive
@@ -448,8 +461,7 @@ def detect(
         for name, gain in model.topic_evidence(term_set).items():
             topic_scores[name] += weights.topic_model * gain
     if learnt:
-        _add_learnt(layer_scores, term_set, learnt.get("layers", {}))
-        _add_learnt(topic_scores, term_set, learnt.get("topics", {}))
+        _add_learnt(layer_scores, topic_scores, term_set, learnt)
     _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
     _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
     own = _own_claims(layer_scores, topic_scores)

@@ -102,8 +102,8 @@ class Encoder:
         return out
 
     def encode_one(self, text: str) -> np.ndarray:
-        """Encode one text into a (dim,) float32 vector."""
-        return self.encode([text])[0]
+        """Encode one text into a (dim,) float32 vector (the same as :meth:`encode`'s row, without the matrix)."""
+        return self.pool(self.token_ids([text])[0])
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ three candidates), so a rule whose several directives match outranks one stray m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 
 import numpy as np
@@ -49,15 +50,20 @@ def topic_strengths(det: Detection, topics: tuple[str, ...], bias: tuple[str, ..
 
 
 def _masked_strength(masks: np.ndarray, strengths: dict[str, float], reduce: str) -> np.ndarray:
-    """Per row: max or sum of the strengths of the topics set in each mask."""
-    out = np.zeros(len(masks), np.float32)
-    for topic, weight in strengths.items():
-        has = ((masks >> np.uint32(TOPICS.index(topic))) & 1).astype(bool)
-        if reduce == "max":
-            out = np.where(has, np.maximum(out, weight), out)
-        else:
-            out += has * np.float32(weight)
-    return out
+    """Per row: max or sum of the strengths of the topics set in each mask.
+
+    One (topics x rows) array for all topics: the sum adds topic by topic, in ``strengths`` order,
+    as a loop over the topics would, in a handful of numpy calls instead of five per topic.
+    """
+    if not strengths:
+        return np.zeros(len(masks), np.float32)
+    bits = np.array([TOPICS.index(topic) for topic in strengths], masks.dtype)
+    weights = np.array(list(strengths.values()), np.float32)
+    weighted = ((masks >> bits[:, None]) & 1).astype(np.float32) * weights[:, None]
+    return (np.maximum if reduce == "max" else np.add).reduce(weighted, axis=0)
+
+
+_TOP_THREE = np.arange(3)
 
 
 def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE) -> np.ndarray:
@@ -68,7 +74,7 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     n = values.shape[-1]
     if not n:
         return values
-    if n > 1 and (rules[1:] < rules[:-1]).any():  # candidates come in id order, hence rule order
+    if n > 1 and np.count_nonzero(rules[1:] < rules[:-1]):  # candidates come in id order, hence rule order
         back = np.argsort(rules, kind="stable")
         out = np.empty_like(values, np.float32)
         out[..., back] = rule_blend(values[..., back], rules[back], share)
@@ -82,11 +88,11 @@ def rule_blend(values: np.ndarray, rules: np.ndarray, share: float = RULE_SHARE)
     sizes = np.empty_like(starts)
     sizes[:-1] = starts[1:] - starts[:-1]
     sizes[-1] = n - starts[-1]
-    second = padded[:, starts + 1] * (sizes > 1)
-    third = padded[:, starts + 2] * (sizes > 2)
+    # per row, rule and place: the rule's best, 2nd and 3rd (0 past its size), in one gather
+    top = padded[:, starts[:, None] + _TOP_THREE] * (sizes[:, None] > _TOP_THREE)
     # the three best of every rule, summed best first as a sorted slice would be
-    means = ((padded[:, starts] + second) + third) / np.minimum(sizes, 3).astype(np.float32)
-    blended = ((1 - share) * rows + share * np.repeat(means, sizes, axis=1)).astype(np.float32)
+    means = ((top[..., 0] + top[..., 1]) + top[..., 2]) / np.minimum(sizes, 3).astype(np.float32)
+    blended = ((1 - share) * rows + share * means.repeat(sizes, axis=1)).astype(np.float32, copy=False)
     return blended if values.ndim > 1 else blended[0]
 
 
@@ -94,6 +100,14 @@ def relative(values: np.ndarray) -> np.ndarray:
     """Values divided by the best one (zeros when none is positive)."""
     best = float(values.max()) if len(values) else 0.0
     return (values / best).astype(np.float32) if best > 0 else np.zeros(len(values), np.float32)
+
+
+@functools.lru_cache(maxsize=len(LAYERS))
+def _layer_fits(layer: str) -> np.ndarray:
+    """Layer match per layer mask (a table: one lookup per candidate): 1 with ``layer``'s bit, else 0.5 with ``*``'s, else 0."""
+    masks = np.arange(1 << len(LAYERS))
+    bit, any_bit = 1 << LAYERS.index(layer), 1 << LAYERS.index(ANY_LAYER)
+    return np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
 
 
 def rule_semantic(rule_cosine: np.ndarray | None, rules: np.ndarray) -> np.ndarray:
@@ -161,13 +175,11 @@ def _phrase_fit(
     phrase_rules = owners[phrases].astype(np.int64)
     fit = (sims - np.float32(0.3)) / np.float32(0.4)
     np.maximum.at(per_rule, phrase_rules, (fit * np.float32(share)).astype(np.float32))
-    for rule in dict.fromkeys(phrase_rules.tolist()):  # phrases come in rule order
-        found = index.rule_phrases(field, rule)
-        if terms.isdisjoint(found.vocabulary):  # most rules share no word with the task: one test each
-            continue
-        for row, words in enumerate(found.words, found.first):
-            if row != skip and not terms.isdisjoint(words):
-                per_rule[rule] = max(per_rule[rule], share * len(words & terms) / max(1, min(len(words), 4)))
+    for row, rule in index.phrases_sharing(field, terms, wanted).items():
+        if row != skip:
+            found = index.rule_phrases(field, rule)
+            words = found.words[row - found.first]
+            per_rule[rule] = max(per_rule[rule], share * len(words & terms) / max(1, min(len(words), 4)))
 
 
 def file_fit(rules: np.ndarray, scoped: set[int], elsewhere: set[int] | None) -> np.ndarray:
@@ -224,16 +236,10 @@ def features(
         if total
         else np.zeros(len(ids), np.float32)
     )
-    any_bit = 1 << LAYERS.index(ANY_LAYER)
-    if layer is None:
-        layer_match = np.full(len(ids), 0.5, np.float32)
-    else:
-        bit = 1 << LAYERS.index(layer)
-        masks = index.dir_layers[ids]
-        layer_match = np.where(masks & bit, 1.0, np.where(masks & any_bit, 0.5, 0.0)).astype(np.float32)
+    layer_match = np.full(len(ids), 0.5, np.float32) if layer is None else _layer_fits(layer)[index.dir_layers[ids]]
     severity = _SEVERITY_BOOSTS[index.dir_severity[ids]]
     semantic = np.minimum(np.maximum(got.cosine, 0.0), 1.0).astype(np.float32, copy=False)
-    blended = rule_blend(np.stack([semantic, relative(got.bm25)]), rules)
+    blended = rule_blend(np.array([semantic, relative(got.bm25)]), rules)
     gate = np.float32(TRUST_FLOOR + (1 - TRUST_FLOOR) * min(max(trust, 0.0), 1.0) ** TRUST_POWER)
     return {
         "authority": authority * gate,

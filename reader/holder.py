@@ -64,7 +64,7 @@ class Loaded:
         with self.lock:
             if not self._warm:
                 if self.index.n_directives:
-                    _ = self.index.encoder, self.index.detect_terms
+                    _ = self.index.encoder, self.index.learnt_by_term
                 self._warm = True
 
     def cached(self, key: str, build: Callable[[Index], T]) -> T:

@@ -37,8 +37,6 @@ class RulePhrases:
     """Row of the rule's first phrase in its table (``wta_rule`` or ``example_rule``)."""
     words: tuple[frozenset[str], ...]
     """Keywords of each phrase, in row order."""
-    vocabulary: frozenset[str]
-    """Every keyword of the rule's phrases: a task sharing none needs no phrase-by-phrase test."""
 
 
 class Index:
@@ -87,6 +85,8 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._rule_phrases: dict[tuple[str, int], RulePhrases] = {}
+        self._phrases_by_word: dict[str, dict[str, list[tuple[int, int]]]] = {}  # field -> word -> (row, rule)
+        self._phrases_indexed: dict[str, np.ndarray] = {}  # field -> rules whose phrases the map above holds
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
@@ -190,7 +190,7 @@ class Index:
 
         A task with no known token (a zero vector) has no meaning to compare: zeros, not the shift.
         """
-        if not vector.any():
+        if not np.count_nonzero(vector):
             return np.zeros(len(rows), dtype=np.float32)
         return self.encoder.params.calibrate((rows @ vector).astype(np.float32, copy=False))
 
@@ -202,6 +202,19 @@ class Index:
             return {kind: {name: frozenset(terms) for name, terms in table.items()} for kind, table in raw.items()}
         except (ValueError, TypeError, AttributeError, msgpack.exceptions.ExtraData) as exc:
             raise self._damaged("detect_terms", exc) from None
+
+    @cached_property
+    def learnt_by_term(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """:attr:`detect_terms` by term: term -> its (kind, name) pairs, kind ``layers`` or ``topics``.
+
+        Detection looks up a task's dozen terms here instead of intersecting them with every table.
+        """
+        out: dict[str, list[tuple[str, str]]] = {}
+        for kind in ("layers", "topics"):
+            for name, terms in self.detect_terms.get(kind, {}).items():
+                for term in terms:
+                    out.setdefault(term, []).append((kind, name))
+        return {term: tuple(pairs) for term, pairs in out.items()}
 
     def _damaged(self, section: str, exc: Exception) -> ArtifactError:
         """The error for a section that cannot be read: the file is damaged, not the request."""
@@ -246,8 +259,7 @@ class Index:
                     field,
                     f"rule {rule} has {len(texts)} phrases and {end - first} vectors; rebuild the index",
                 )
-            words = tuple(frozenset(keywords(text)) for text in texts)
-            found = self._rule_phrases[(field, rule)] = RulePhrases(first, words, frozenset().union(*words))
+            found = self._rule_phrases[(field, rule)] = RulePhrases(first, tuple(frozenset(keywords(t)) for t in texts))
         return found
 
     def example_row(self, rule: int, k: int) -> int | None:
@@ -267,6 +279,26 @@ class Index:
             yield
         finally:
             self.left_out_example = None
+
+    def phrases_sharing(self, field: str, terms: set[str], rules: np.ndarray) -> dict[int, int]:
+        """The ``field`` phrases of ``rules`` (a mask over rules) with a keyword in ``terms``: row -> rule.
+
+        Phrases are indexed by keyword rule by rule, the first time a query needs their rule: nothing is
+        decoded up front, and a query looks up its few terms instead of testing every phrase of its rules.
+        """
+        by_word = self._phrases_by_word.setdefault(field, {})
+        indexed = self._phrases_indexed.get(field)
+        if indexed is None:
+            indexed = self._phrases_indexed[field] = np.zeros(self.n_rules, bool)
+        new = rules & ~indexed
+        if np.count_nonzero(new):
+            for rule in new.nonzero()[0].tolist():
+                found = self.rule_phrases(field, rule)
+                for row, words in enumerate(found.words, found.first):
+                    for word in words:
+                        by_word.setdefault(word, []).append((row, rule))
+            indexed |= new
+        return {row: rule for term in terms for row, rule in by_word.get(term, ()) if rules[rule]}
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:

@@ -41,10 +41,9 @@ class QueryOptions:
     def from_dict(cls, raw: dict[str, Any] | None) -> QueryOptions:
         """Validate and normalise options (maxItems and tokenBudget are clamped to their :data:`RANGES`)."""
         raw = dict(raw or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
+        unknown = sorted(set(raw) - _FIELDS)
         if unknown:
-            raise ValueError(f"options: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+            raise ValueError(f"options: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}")
         out: dict[str, Any] = {}
         for name in ("strictLayer", "includeBreadcrumbs", "includeDiagnostics", "includeRationale"):
             if name in raw and raw[name] is not None:
@@ -75,6 +74,10 @@ class QueryOptions:
                 )
             out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
         return cls(**out)
+
+
+_FIELDS = frozenset(f.name for f in fields(QueryOptions))
+"""The option names :meth:`QueryOptions.from_dict` accepts."""
 
 
 def clamp(name: str, value: float) -> int:

@@ -8,6 +8,8 @@ clear error, never a crash. No match and an empty index are answers with a diagn
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import operator
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
@@ -54,24 +56,34 @@ FEEDBACK_WEIGHT = 2.5
 """Votes of the strongest layer/topic from feedback, on the dictionaries' scale (one word = 1)."""
 
 
-_LAYER_BITS = np.arange(len(LAYERS))
-_TOPIC_BITS = np.arange(len(TOPICS))
+@functools.lru_cache(maxsize=4096)
+def _bits(mask: int) -> tuple[int, ...]:
+    """The positions of the bits set in ``mask``, lowest first."""
+    return tuple(b for b in range(mask.bit_length()) if mask >> b & 1)
 
 
 def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict[str, float]]:
-    """Layer and topic votes from the best candidates (lexical and semantic evidence combined)."""
+    """Layer and topic votes from the best candidates (lexical and semantic evidence combined).
+
+    Twenty voters: plain Python adds each voter's weight to its names, voter by voter (the order a
+    numpy sum over them takes), for less than the numpy calls' own overhead.
+    """
     if not len(got.ids):
         return {}, {}
     evidence = relative(got.bm25) + np.maximum(got.cosine - 0.3, 0.0) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
-    weight = np.asarray(evidence, np.float64)[top]
+    weights = evidence[top].tolist()
     voters = got.ids[top]
     votes = []
-    for table, vocab, bit_of in ((index.dir_layers, LAYERS, _LAYER_BITS), (index.dir_topics, TOPICS, _TOPIC_BITS)):
-        masks = table[voters].astype(np.int64)
-        sums = (((masks[:, None] >> bit_of) & 1) * weight[:, None]).sum(axis=0).tolist()  # per name
-        present = int(np.bitwise_or.reduce(masks)) if len(masks) else 0
-        tally = {name: sums[b] for b, name in enumerate(vocab) if present >> b & 1 and name != ANY_LAYER}
+    for table, vocab in ((index.dir_layers, LAYERS), (index.dir_topics, TOPICS)):
+        known = (1 << len(vocab)) - 1  # an index from a newer ruledex may know more topics: not voted on here
+        sums = [0.0] * len(vocab)
+        present = 0
+        for mask, weight in zip(table[voters].tolist(), weights, strict=True):
+            present |= mask & known
+            for b in _bits(mask & known):
+                sums[b] += weight
+        tally = {vocab[b]: sums[b] for b in _bits(present) if vocab[b] != ANY_LAYER}
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]
@@ -105,7 +117,7 @@ def detect_in_index(
         query_vector=query_vector,
         layer_vectors=index.layer_vectors,
         topic_vectors=index.topic_vectors,
-        learnt=index.detect_terms if index.n_directives else None,
+        learnt=index.learnt_by_term if index.n_directives else None,
         feedback=feedback,
         paths=paths,
         task_model=task_model,
@@ -195,7 +207,8 @@ def rank_task(
     lexical = (got.bm25 > 0) | rule_matched
     topical = in_rules(candidate_rules, first.topical)
     keep = lexical | (got.cosine >= SEMANTIC_MIN) | in_pinned | topical
-    if nothing_specific(det, bool(lexical.any()), opts):  # the closest by meaning alone is noise, not a match
+    # the closest by meaning alone is noise, not a match
+    if nothing_specific(det, bool(np.count_nonzero(lexical)), opts):
         keep &= in_pinned | topical
     ranking = ranking_for(index.declared_share)
     sure = det.confidence >= ranking.strict_min_confidence
@@ -212,7 +225,7 @@ def rank_task(
     if opts.severityFilter:
         allowed = [SEVERITIES.index(s) for s in opts.severityFilter]
         keep &= np.isin(index.dir_severity[got.ids], allowed)
-    got = replace(got, ids=got.ids[keep], bm25=got.bm25[keep], cosine=got.cosine[keep])
+    got = got.only(keep)
     candidate_rules = candidate_rules[keep]
     items: list[Item] = []
     breakdowns: dict[tuple[str, str], dict[str, float]] = {}
@@ -238,14 +251,14 @@ def rank_task(
         head = diverse_head(positions, candidate_rules, max(3, opts.maxItems // 2), max(4 * opts.maxItems, 24))
         dupes = set(near_duplicates(index.directive_vectors[got.ids[head]]))
         rows = zip(head.tolist(), got.ids[head].tolist(), scored.total[head].tolist(), strict=True)
+        directive_at, rule_at, commit = index.directive, index.rule, index.commit  # bound once: 32 rows a query
         for rank, (pos, directive_id, base) in enumerate(rows):
-            directive = index.directive(directive_id)
+            directive = directive_at(directive_id)
             if rank in dupes:
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
-            rule = index.rule(directive.rule)
-            total = base + SCOPE_BOOST.get(rule.scope, 0.0)
-            items.append(Item(directive, rule, total, index_name, index.commit))
+            rule = rule_at(directive.rule)
+            items.append(Item(directive, rule, base + SCOPE_BOOST.get(rule.scope, 0.0), index_name, commit))
             if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
                 breakdowns[(index_name, directive.id)] = scored.row(pos)
     timings["rank"] = time.perf_counter() - t0
@@ -459,7 +472,9 @@ def query_indexes(
         notes.append("local model detector gave no usable answer; used the built-in detector")
     names = index_names(indexes)
     edited = edited_files(task, opts.files)  # a file the task names is one the user is about to edit
-    opts, named, paths = replace(opts, files=edited.files), edited.named, edited.evidence
+    named, paths = edited.named, edited.evidence
+    if edited.files != opts.files:
+        opts = replace(opts, files=edited.files)
     results = [
         rank_task(ix, task, mode, opts, weights, name, answer, paths)
         for ix, name in zip(indexes, names, strict=True)
@@ -513,6 +528,9 @@ def query_indexes(
             if ranked
             else "no specific match and the index has no core rules"
         )
+    always = unique_directives([it for r in results for it in r.always])
+    # only a rule with a review date can be stale: reading the local date costs more than this test
+    dated = any(it.rule.expires for it in ranked) or any(it.rule.expires for it in always)
     rendered = render(
         ranked,
         header=_header(lead.det, lead.layer, lead.topics, header_note),
@@ -521,9 +539,9 @@ def query_indexes(
         max_items=opts.maxItems,
         breadcrumbs=opts.includeBreadcrumbs,
         rationale=opts.includeRationale,
-        today=dt.date.today().isoformat(),
+        today=dt.date.today().isoformat() if dated else "",
         min_scores={r.index_name: r.min_score for r in results},
-        always=unique_directives([it for r in results for it in r.always]),
+        always=always,
     )
     stale = [c["id"] for c in rendered.citations if c["stale"]]
     if stale:
@@ -564,9 +582,13 @@ def first_copies(entries: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
     return out
 
 
+_DIRECTIVE_KEY = operator.attrgetter("directive.id", "directive.text")
+"""A directive's identity across layered indexes: (id, text) of an :class:`Item`."""
+
+
 def unique_directives(items: list[Item]) -> list[Item]:
     """The first copy of each directive (same id and text) that overlapping layered indexes share."""
-    return first_copies(items, lambda item: (item.directive.id, item.directive.text))
+    return first_copies(items, _DIRECTIVE_KEY)
 
 
 def spread_rules(ranked: list[Item], per_rule: int) -> list[Item]:

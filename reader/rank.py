@@ -179,14 +179,20 @@ BREAKDOWN_NAMES = {
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
-    """Weighted contribution of every feature per candidate, and their total."""
+    """Weighted contribution of every feature per candidate (a row per feature, in :data:`FEATURES` order), and their total."""
 
-    parts: dict[str, np.ndarray]
+    weighted: np.ndarray
     total: np.ndarray
+
+    @property
+    def parts(self) -> dict[str, np.ndarray]:
+        """Each feature's weighted contributions, by feature name."""
+        return dict(zip(FEATURES, self.weighted, strict=True))
 
     def row(self, i: int) -> dict[str, float]:
         """One candidate's breakdown with diagnostics' names."""
-        out = {BREAKDOWN_NAMES[name]: round(float(values[i]), 3) for name, values in self.parts.items()}
+        values = self.weighted[:, i].tolist()
+        out = {BREAKDOWN_NAMES[name]: round(value, 3) for name, value in zip(FEATURES, values, strict=True)}
         out["total"] = round(float(self.total[i]), 3)
         return out
 
@@ -199,14 +205,11 @@ def _weight_column(weights: RankWeights) -> np.ndarray:
 
 def score(features: dict[str, np.ndarray], weights: RankWeights = DEFAULT_WEIGHTS) -> ScoreBreakdown:
     """Weighted sum of the features (each an array in [0, 1], one entry per candidate)."""
-    weighted = np.empty((len(FEATURES), len(features[FEATURES[0]])), np.float32)
-    for row, name in zip(weighted, FEATURES, strict=True):
-        row[:] = features[name]
+    weighted = np.array([features[name] for name in FEATURES], np.float32)  # one copy for all signals
     np.maximum(weighted, 0.0, out=weighted)
     np.minimum(weighted, 1.0, out=weighted)
     weighted *= _weight_column(weights)  # one clip and one product for all signals
-    parts = dict(zip(FEATURES, weighted, strict=True))
-    return ScoreBreakdown(parts, np.sum(weighted, axis=0).astype(np.float32))
+    return ScoreBreakdown(weighted, np.add.reduce(weighted, axis=0))
 
 
 def order(total: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -247,8 +250,8 @@ def near_duplicates(vectors: np.ndarray, threshold: float = 0.93) -> list[int]:
     dropped: list[int] = []
     kept: list[int] = []
     gram = vectors @ vectors.T  # one product instead of one per row
-    np.fill_diagonal(gram, 0.0)  # a row is not its own duplicate (the loop below never reads the diagonal)
-    if not (gram >= threshold).any():
+    gram.flat[:: len(gram) + 1] = 0.0  # the diagonal: a row is not its own duplicate (the loop never reads it)
+    if not np.count_nonzero(gram >= threshold):
         return dropped  # the usual case: no pair is that close
     empty = ~np.any(vectors, axis=1)
     for i in range(len(vectors)):

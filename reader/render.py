@@ -125,43 +125,46 @@ def render(
     did not show follow it while the budget lasts.
     """
     floors = min_scores or {}
+    # items are kept by their position in ``ranked`` (its order is the rank order)
     lines: dict[int, str] = {}
     cost: dict[int, int] = {}
 
-    def cost_of(item: Item) -> int:  # formatted on demand: items past maxItems never are
-        key = id(item)
-        if key not in cost:
-            lines[key] = item_lines(item, breadcrumbs=breadcrumbs, rationale=rationale, today=today)
-            cost[key] = count_tokens(lines[key])
-        return cost[key]
+    def cost_of(position: int) -> int:  # formatted on demand: items past maxItems never are
+        if position not in cost:
+            line = lines[position] = item_lines(
+                ranked[position], breadcrumbs=breadcrumbs, rationale=rationale, today=today
+            )
+            cost[position] = count_tokens(line)
+        return cost[position]
 
     # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
     used = count_tokens(header) + count_tokens(footer)
-    musts = [item for item in ranked[:max_items] if item.directive.severity == "MUST"][:GUARANTEED_MUST]
-    chosen: list[Item] = list(musts)
-    used += sum(cost_of(item) for item in chosen)
+    musts = [pos for pos, item in enumerate(ranked[:max_items]) if item.directive.severity == "MUST"][:GUARANTEED_MUST]
+    chosen: list[int] = list(musts)
+    used += sum(cost_of(pos) for pos in chosen)
     omitted: list[dict[str, Any]] = []
-    guaranteed = {id(item) for item in musts}
+    guaranteed = set(musts)
     for position, item in enumerate(ranked):
-        if id(item) in guaranteed:
+        if position in guaranteed:
             continue
         reason = ""
         if position >= MIN_SHOWN and item.score < floors.get(item.index_name, 0.0):
             reason = "relevance"
         elif len(chosen) >= max_items:
             reason = "maxItems"
-        elif used + cost_of(item) > token_budget:
+        elif used + cost_of(position) > token_budget:
             reason = "tokenBudget"
         if reason:
             omitted.append({"id": item.directive.id, "score": round(item.score, 3), "reason": reason})
             continue
-        chosen.append(item)
-        used += cost_of(item)
-    rank_of = {id(item): pos for pos, item in enumerate(ranked)}
-    shown = sorted(chosen, key=lambda it: (SEVERITIES.index(it.directive.severity), rank_of[id(it)]))
-    by_rank = sorted(chosen, key=lambda it: rank_of[id(it)])
+        chosen.append(position)
+        used += cost_of(position)
+    chosen.sort()
+    by_rank = [ranked[pos] for pos in chosen]
+    # MUST first, then SHOULD, then MAY; the sort is stable, so each group stays in rank order
+    shown = sorted(chosen, key=lambda pos: SEVERITIES.index(ranked[pos].directive.severity))
     extra, extra_body, omitted = _always_part(always or [], by_rank, omitted, used, token_budget, rationale, today)
-    body = "".join(lines[id(item)] for item in shown) + extra_body
+    body = "".join([lines[pos] for pos in shown]) + extra_body
     block = f"{header}{body}{footer}"
     citations = [citation(item, today) for item in by_rank] + [citation(item, today, always=True) for item in extra]
     return Rendered(block, citations, count_tokens(block), omitted, by_rank + extra)

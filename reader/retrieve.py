@@ -27,14 +27,22 @@ class Retrieval:
     rule_bm25: np.ndarray | None = None
     """Per rule (not per candidate): BM25 of the whole rule document."""
 
+    def only(self, keep: np.ndarray) -> Retrieval:
+        """The candidates where ``keep`` (a mask over them) is true; the per-rule evidence unchanged."""
+        return Retrieval(
+            self.ids[keep], self.bm25[keep], self.cosine[keep], self.searched, self.rule_cosine, self.rule_bm25
+        )
+
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every range ``[start, start + length)`` concatenated, and where each position's range begins.
+    """Every range ``[start, start + length)`` concatenated, and where each range begins in it.
 
-    The second array gives, per position of the concatenation, the offset of its range's first entry.
+    The second array holds, per range (not per position), the offset of its first entry in the
+    concatenation. Callers make sure some range is not empty.
     """
-    begins = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) - begins + np.arange(int(lengths.sum())), begins
+    ends = lengths.cumsum()
+    begins = ends - lengths
+    return (starts - begins).repeat(lengths) + np.arange(ends[-1]), begins
 
 
 def _bm25(
@@ -57,20 +65,17 @@ def _bm25(
     term_ids = np.array([term_id for term_id, _ in terms], np.int64)
     starts = indptr[term_ids].astype(np.int64)
     lengths = indptr[term_ids + 1].astype(np.int64) - starts
-    total = int(lengths.sum())
-    if not total:
+    dfs = lengths.tolist()
+    if not any(dfs):
         return scores
     factors = np.array(
-        [
-            weight * math.log((n - df + 0.5) / (df + 0.5) + 1.0)
-            for (_, weight), df in zip(terms, lengths.tolist(), strict=True)
-        ],
+        [weight * math.log((n - df + 0.5) / (df + 0.5) + 1.0) for (_, weight), df in zip(terms, dfs, strict=True)],
         np.float32,
     )  # weight x idf per term
     gather, _ = _spans(starts, lengths)
     ids = postings[gather]
     tf32 = tfs[gather].astype(np.float32)
-    np.add.at(scores, ids, np.repeat(factors, lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
+    np.add.at(scores, ids, factors.repeat(lengths) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm[ids]))
     return scores
 
 
@@ -107,12 +112,14 @@ def _best_of_rules(index: Index, rules: np.ndarray, cosine: np.ndarray, k: int =
     """Positions of the ``k`` directives of each rule closest to the task by cosine (ties by position)."""
     start, end = index.rule_bounds
     lengths = end[rules] - start[rules]
-    total = int(lengths.sum())
-    if not total:
+    if not np.count_nonzero(lengths):
         return np.zeros(0, np.int64)
-    members, group_start = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
-    ranked = np.lexsort((members, -cosine[members], group_start))  # each rule's members, best first
-    return members[ranked[np.arange(total) - group_start < k]]
+    members, begins = _spans(start[rules], lengths)  # every directive of the rules, rule by rule
+    group_start = begins.repeat(lengths)
+    # each rule's members, best first; lexsort is stable and a rule's members come in position order,
+    # so equal cosines keep the lower position first
+    ranked = np.lexsort((-cosine[members], group_start))
+    return members[ranked[np.arange(len(members)) - group_start < k]]
 
 
 def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
@@ -124,11 +131,14 @@ def top_k_set(scores: np.ndarray, k: int) -> np.ndarray:
     if len(nonzero) <= k:
         return nonzero
     values = scores[nonzero]
-    kth = np.partition(values, len(values) - k)[len(values) - k]
-    above = values > kth
-    ties = (values == kth).nonzero()[0][: k - int(np.count_nonzero(above))]  # lowest ids win ties
-    above[ties] = True
-    return nonzero[above]
+    parted = values.copy()  # np.partition's own copy, without its Python wrapper
+    parted.partition(len(values) - k)
+    kth = parted[len(values) - k]
+    best = values >= kth
+    if np.count_nonzero(best) > k:  # ties at the k-th score (rare): the lowest ids win them
+        best = values > kth
+        best[(values == kth).nonzero()[0][: k - int(np.count_nonzero(best))]] = True
+    return nonzero[best]
 
 
 def retrieve(

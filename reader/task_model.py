@@ -221,13 +221,15 @@ class TaskNeighbours:
         top = (scores > 0).nonzero()[0]  # ascending task order: ties below go to the earlier task
         if len(top) > k:
             found = scores[top]
-            kth = np.partition(found, len(found) - k)[len(found) - k]
+            parted = found.copy()  # np.partition's copy, without its Python wrapper
+            parted.partition(len(found) - k)
+            kth = parted[len(found) - k]
             top = top[found >= kth]
             if len(top) > k:  # ties at the k-th score: keep the earlier tasks
                 found = scores[top]
                 top = np.concatenate([top[found > kth], top[found == kth][: k - int(np.count_nonzero(found > kth))]])
         votes = scores[top] ** VOTE_POWER
-        gains = np.maximum((votes / votes.sum()) @ self._classes[top] - self._share, 0.0).tolist()
+        gains = np.maximum((votes / np.add.reduce(votes)) @ self._classes[top] - self._share, 0.0).tolist()
         n_layers = len(TASK_LAYERS)
         return NeighbourEvidence(
             dict(zip(TASK_LAYERS, gains[:n_layers], strict=True)), dict(zip(TOPICS, gains[n_layers:], strict=True))

@@ -14,7 +14,6 @@ without a dependency.
 from __future__ import annotations
 
 import functools
-import math
 import re
 
 KEYWORD_TOKENIZER = "ruledex-words-1"
@@ -176,7 +175,11 @@ _SESSION_FIRST = frozenset(first for first, _ in _SESSION_VERBS)
 
 def keywords(text: str) -> list[str]:
     """The keyword terms of a text, in order, as the BM25 index stores them."""
-    ws = words(text)
+    return keywords_of(words(text))
+
+
+def keywords_of(ws: list[str]) -> list[str]:
+    """:func:`keywords` of a text whose :func:`words` are already split (no second pass over the text)."""
     if _SESSION_FIRST.isdisjoint(ws):  # nearly every text: no pair to fold
         return [stem(w) for w in ws if w not in STOPWORDS]
     out, i = [], 0
@@ -201,7 +204,7 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     n_words = len(text.split())
-    return max(math.ceil(len(text) / 4), math.ceil(n_words * 4 / 3))
+    return max((len(text) + 3) // 4, (4 * n_words + 2) // 3)  # the two ceilings, in integers
 
 
 def slug(text: str) -> str:
