@@ -298,7 +298,8 @@ class Index:
                     for word in words:
                         by_word.setdefault(word, []).append((row, rule))
             indexed |= new
-        return {row: rule for term in terms for row, rule in by_word.get(term, ()) if rules[rule]}
+        wanted = rules.tolist()  # a list indexes faster than an array, entry by entry
+        return {row: rule for term in terms for row, rule in by_word.get(term, ()) if wanted[rule]}
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:
