@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import textwrap
 from pathlib import Path
 
@@ -36,6 +37,17 @@ def rule_doc(
         f"authoritative_for: [api]\nwhen_to_apply: [adding an endpoint]\nexamples: [Add an endpoint, Change an endpoint]\n"
         f"{extra}---\n\n# Sample\n\n{textwrap.dedent(body).strip()}\n"
     )
+
+
+def relayout(data: bytearray, old_length: int, manifest: bytes) -> bytearray:
+    """Swap in a new manifest and move the data region to its aligned start, as the writer would."""
+    from ruledex.reader import format as fmt
+
+    align = lambda n: (n + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN  # noqa: E731
+    region = data[align(24 + old_length) :]
+    head = bytearray(data[:24] + manifest)
+    struct.pack_into("<Q", head, 16, len(manifest))
+    return head + b"\0" * (align(len(head)) - len(head)) + region
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from ruledex.reader.index import Index
 from ruledex.reader.query import query_directives
 from ruledex.reader.rank import DECLARED_WEIGHTS
 
-from .conftest import write_rules
+from .conftest import relayout, write_rules
 
 PRICING = """\
 ---
@@ -133,12 +133,9 @@ def _as_format_1_2(src: Path, dst: Path, drop: tuple[str, ...] = ("example_vecto
         del manifest["sections"][name]
     manifest["format_version"] = [1, 2]
     raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-    align = lambda n: (n + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN  # noqa: E731
-    region = data[align(24 + length) :]
-    head = bytearray(data[:24] + raw)
-    struct.pack_into("<HQ", head, 10, 2, 0)  # minor 2, reserved 0
-    struct.pack_into("<Q", head, 16, len(raw))
-    dst.write_bytes(bytes(head + b"\0" * (align(len(head)) - len(head)) + region))
+    data = relayout(data, length, raw)
+    struct.pack_into("<H", data, 10, 2)  # minor version 2
+    dst.write_bytes(bytes(data))
 
 
 def test_an_index_built_before_examples_were_stored_still_answers(example_index: Path, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from ruledex.reader.cli import main
 from ruledex.reader.errors import ArtifactError
 from ruledex.reader.index import Index
 
-from .conftest import RULES
+from .conftest import RULES, relayout
 
 
 def test_rebuild_is_byte_identical(tmp_path: Path, bundled_index: Path) -> None:
@@ -81,17 +81,8 @@ def _damage(src: Path, dst: Path, how: str) -> None:
         raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
         if how == "bad-manifest-json":
             raw = raw[:-1]
-        data = _relayout(data, length, raw)
+        data = relayout(data, length, raw)
     dst.write_bytes(bytes(data))
-
-
-def _relayout(data: bytearray, old_length: int, manifest: bytes) -> bytearray:
-    """Swap in a new manifest and move the data region to its aligned start, as the writer would."""
-    align = lambda n: (n + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN  # noqa: E731
-    region = data[align(24 + old_length) :]
-    head = bytearray(data[:24] + manifest)
-    struct.pack_into("<Q", head, 16, len(manifest))
-    return head + b"\0" * (align(len(head)) - len(head)) + region
 
 
 CORRUPTIONS = {
