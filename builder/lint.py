@@ -75,10 +75,11 @@ class Finding:
         """``path:line:col: level: message [code]``."""
         return f"{self.path}:{self.line}:{self.col}: {self.level}: {self.message} [{self.code}]"
 
-    def github(self) -> str:
-        """A GitHub Actions workflow annotation."""
+    def github(self, folder: str = "") -> str:
+        """A GitHub Actions workflow annotation; ``folder``: where the rules folder is in the repository."""
         message = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        return f"::{self.level} file={self.path},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
+        path = f"{folder}/{self.path}" if folder else self.path
+        return f"::{self.level} file={path},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape."""

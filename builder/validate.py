@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -79,8 +80,17 @@ def _strings(fm: FrontMatter, path: str, key: str) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         return (value.strip(),) if value.strip() else ()
-    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
-        return tuple(str(v).strip() for v in value if str(v).strip())
+    if isinstance(value, list):
+        bad = next(((n, v) for n, v in enumerate(value, 1) if not isinstance(v, (str, int, float))), None)
+        if bad is None:
+            return tuple(str(v).strip() for v in value if str(v).strip())
+        # name the item: "got list" for a list with one empty entry leaves the author guessing
+        raise RuleError(
+            path,
+            fm.line_of(key),
+            key,
+            f"item {bad[0]} is {bad[1]!r}, not a string; write it as text or remove it (quote it if it holds ': ')",
+        )
     raise RuleError(path, fm.line_of(key), key, f"must be a string or a list of strings, got {type(value).__name__}")
 
 
@@ -244,6 +254,18 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         "global",
     )
     example_key = "examples" if "examples" in fm.values else "example_tasks"
+    if "examples" in fm.values and "example_tasks" in fm.values:
+        warnings.append(
+            f"{path}:{fm.line_of('example_tasks')}: example_tasks: ignored, since `examples` is set too "
+            "(they are one field); move these tasks into `examples`"
+        )
+    examples = field(lambda: _strings(fm, path, example_key), ())
+    # a repeated example would count once in ranking, but `check --examples` would pass it by construction
+    warnings.extend(
+        f"{path}:{fm.line_of(example_key)}: {example_key}: {task!r} is listed twice; keep one"
+        for task, count in Counter(examples).items()
+        if count > 1
+    )
     meta = RuleMeta(
         id=rule_id,
         title=field(lambda: _string(fm, path, "title"), ""),
@@ -251,7 +273,7 @@ def validate(fm: FrontMatter, path: str, default_id: str) -> tuple[RuleMeta, lis
         topics=topics,
         authoritative_for=authority,
         when_to_apply=field(lambda: _strings(fm, path, "when_to_apply"), ()),
-        examples=field(lambda: _strings(fm, path, example_key), ()),
+        examples=tuple(dict.fromkeys(examples)),
         severity=severity,
         scope=scope,
         version=field(lambda: _string(fm, path, "version"), ""),

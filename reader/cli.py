@@ -8,6 +8,7 @@ their heavy dependencies load when they run, so reader-only installs keep workin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -312,10 +313,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json or args.format == "json":
         _print_json({"errors": errors, "warnings": len(findings) - errors, "findings": [f.to_dict() for f in findings]})
     else:
+        where = _annotation_folder(args) if args.format == "github" else ""
         for f in findings:
-            print(f.github() if args.format == "github" else f.text())
+            print(f.github(where) if args.format == "github" else f.text())
         print(f"{errors} error(s), {len(findings) - errors} warning(s) in {args.rules_dir}", file=sys.stderr)
     return EXIT_FAIL if errors else EXIT_OK
+
+
+def _annotation_folder(args: argparse.Namespace) -> str:
+    """The checked folder as seen from the working directory (GitHub places annotations by repository path).
+
+    ``file=core.md`` for ``rules/core.md`` would not land on the pull request's diff. With ``--ref``,
+    the ``--path`` given (without one, the paths as the tree holds them under its rules folder).
+    """
+    if args.repo or args.ref:
+        return (args.path or "").strip("/")
+    folder = Path(args.rules_dir)
+    if folder.is_absolute():
+        with contextlib.suppress(ValueError):
+            folder = folder.relative_to(Path.cwd())
+    return "" if str(folder) == "." else folder.as_posix()
 
 
 def _diff_side(value: str, repo: str | None, workdir: Path) -> Path:

@@ -31,6 +31,24 @@ def _brief(d: DirectiveRecord, r: RuleRecord) -> dict[str, Any]:
     return {"id": d.id, "rule": r.id, "sourcePath": r.path, "severity": d.severity, "text": d.text}
 
 
+RULE_FIELDS = (
+    "title",
+    "layers",
+    "topics",
+    "authoritative_for",
+    "when_to_apply",
+    "examples",
+    "globs",
+    "technologies",
+    "always_apply",
+    "scope",
+    "version",
+    "path",
+)
+"""The rule fields a diff compares: every one that changes which answers the rule is in, so a pull
+request that only rewords an example task or a glob still shows up in review."""
+
+
 def diff_records(
     old_rules: dict[str, RuleRecord],
     new_rules: dict[str, RuleRecord],
@@ -78,11 +96,7 @@ def diff_records(
     changed_rules = []
     for rid in sorted(set(old_rules) & set(new_rules)):
         a, b = old_rules[rid], new_rules[rid]
-        fields = [
-            f
-            for f in ("title", "layers", "topics", "authoritative_for", "when_to_apply", "version", "path")
-            if getattr(a, f) != getattr(b, f)
-        ]
+        fields = [f for f in RULE_FIELDS if getattr(a, f) != getattr(b, f)]
         if fields:
             changed_rules.append({"id": rid, "fields": fields})
     result = {

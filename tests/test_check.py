@@ -217,3 +217,15 @@ def test_a_documents_warnings_show_beside_its_errors(tmp_path: Path, capsys: pyt
     assert main(["check", str(rules)]) == 1
     out = capsys.readouterr().out
     assert "error: reviewed: not a real date" in out and "alwaysApply: unknown field ignored; did you mean" in out
+
+
+def test_github_annotations_name_the_file_as_the_repository_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub places ``file=`` from the repository root: ``rules/x.md``, not ``x.md``, or the annotation misses the diff."""
+    write_rules(tmp_path / "rules", {"x.md": rule_doc("## S\n\n- [MUST] Do it.", id="x")})
+    monkeypatch.chdir(tmp_path)
+    for folder in ("rules", str(tmp_path / "rules")):
+        main(["check", folder, "--format", "github"])
+        lines = capsys.readouterr().out.splitlines()
+        assert lines and all(line.startswith("::warning file=rules/x.md,line=") for line in lines), lines

@@ -62,3 +62,12 @@ def test_identical_indexes_have_no_changes(tmp_path: Path, capsys: pytest.Captur
     assert "No rule or directive changed." in capsys.readouterr().out
     new = _index(tmp_path / "b", BEFORE.replace("[MAY]", "[SHOULD]"))
     assert main(["diff", str(old), str(new), "--exit-code"]) == 1
+
+
+def test_a_rule_field_that_changes_answers_is_a_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Example tasks (format 1.3), globs and technologies rank rules: a pull request changing only them is reviewed."""
+    old = _index(tmp_path / "a", BEFORE)
+    body = rule_doc(BEFORE, id="api").replace("Change an endpoint]", "Rename an endpoint]")
+    new = build(write_rules(tmp_path / "b" / "rules", {"api.md": body}), tmp_path / "b" / "x.ruledex").path
+    assert main(["diff", str(old), str(new), "--exit-code"]) == 1
+    assert "- `api`: examples changed" in capsys.readouterr().out

@@ -112,6 +112,19 @@ def test_default_severity_applies_and_is_marked_inferred() -> None:
             "unknown layer",
         ),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: last week\n---\n", 5, "reviewed", "not a date"),
+        # YAML reads "Fix: the bug" in a flow list as a mapping, and an empty entry as null: say which item
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\nexamples: [Add a page, Fix: the bug]\n---\n",
+            5,
+            "examples",
+            "item 2",
+        ),
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\nexamples: [Add a page, null]\n---\n",
+            5,
+            "examples",
+            "item 2 is None",
+        ),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: 2026-13-45\n---\n", 5, "reviewed", "not a real date"),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nexpires: 2026-02-30\n---\n", 5, "expires", "not a real date"),
     ],
@@ -203,3 +216,13 @@ def test_an_unknown_field_suggests_the_known_one_it_most_likely_means() -> None:
     warnings = parse_document(text, "sample.md").warnings
     assert any("alwaysApply: unknown field ignored; did you mean `always_apply`?" in w for w in warnings)
     assert any("foo: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md" in w for w in warnings)
+
+
+def test_a_repeated_or_shadowed_example_is_a_warning() -> None:
+    """A repeated example lets ``check --examples`` pass by construction; ``example_tasks`` beside ``examples`` is dropped."""
+    text = rule_doc("## S\n\n- [MUST] Do it.").replace("Change an endpoint]", "Add an endpoint]")
+    doc = parse_document(text, "s.md")
+    assert doc.rule.examples == ("Add an endpoint",)
+    assert any(w.startswith("s.md:8: examples: 'Add an endpoint' is listed twice") for w in doc.warnings)
+    both = parse_document(rule_doc("## S\n\n- [MUST] Do it.", extra="example_tasks: [Rename a column]\n"), "b.md")
+    assert any(w.startswith("b.md:9: example_tasks: ignored, since `examples` is set too") for w in both.warnings)
