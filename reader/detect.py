@@ -20,7 +20,7 @@ import numpy as np
 
 from .paths import PathEvidence
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
-from .technologies import named_technologies
+from .technologies import api_technologies, named_technologies
 from .text import keywords_of, stem, words
 from .vocab import LAYERS, TOPICS
 
@@ -444,6 +444,10 @@ def detect(
     always matches best, so for "hello world" it would otherwise name a layer out of nothing.
     ``paths`` (what the edited files' paths say, :mod:`.paths`) always counts: the file says where
     the work is; the files' technologies join the text's.
+    The names of the technologies the task's API identifiers stand for (``technologies.API_NAMES``)
+    count as its words: "useEffect runs twice" is scored as if it said "react". Only here, not in
+    :func:`task_terms`: the training tasks teach what the names mean; retrained with the names
+    added, the layer model moved the bundled labeled set 0.869 -> 0.865 on its even lines.
     ``task_model`` adds the trained layer and topic models, which learnt from tasks: the shipped
     ones (``True``) or others (a :class:`TaskModel`, to measure a retrained one); the builder turns
     it off to place rule text, which the models never saw. ``weights`` replace the shipped
@@ -452,6 +456,7 @@ def detect(
     the calibration's shift cancels and only its scale applies.
     """
     raw, term_set = task_terms(text)
+    term_set |= {stem(tech) for tech in api_technologies(text, raw)}  # "useEffect" says "react"
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     model = (shipped_model() if task_model is True else task_model) if task_model else None

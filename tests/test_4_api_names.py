@@ -92,3 +92,16 @@ def test_a_task_naming_a_react_hook_prefers_the_react_guide(tmp_path: Path) -> N
     assert answer["diagnostics"]["technologies"] == ["react"]
     assert answer["citations"][0]["sourcePath"] == "react.mdc"
     assert by_words["citations"][0]["sourcePath"] == "vue.mdc"
+
+
+def test_an_api_identifier_counts_as_its_technology_name_for_detection(index: Index) -> None:
+    """On rules that name no technology, "useEffect runs twice" still reads as React (frontend) work.
+
+    Found by a QA pass: once example tasks were matched, the deployment rules led this answer on the
+    word "runs"; the identifier now says "react" to the detector, as the word would.
+    """
+    assert detect("useEffect runs twice", task_model=False).topic_scores["frontend"] > 0  # as "react" would
+    assert detect("the effect runs twice", task_model=False).topic_scores["frontend"] == 0
+    answer = query_directives(index, "useEffect runs twice")
+    assert answer["diagnostics"]["topics"][0] == "frontend"
+    assert answer["citations"][0]["rule"] == "frontend"
