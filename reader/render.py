@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .records import DirectiveRecord, RuleRecord
-from .text import count_tokens
+from .text import count_tokens, tokens_for
 from .vocab import SEVERITIES
 
 GUARANTEED_MUST = 3
@@ -128,17 +128,20 @@ def render(
     # items are kept by their position in ``ranked`` (its order is the rank order)
     lines: dict[int, str] = {}
     cost: dict[int, int] = {}
+    n_words: dict[int, int] = {}
 
     def cost_of(position: int) -> int:  # formatted on demand: items past maxItems never are
         if position not in cost:
             line = lines[position] = item_lines(
                 ranked[position], breadcrumbs=breadcrumbs, rationale=rationale, today=today
             )
-            cost[position] = count_tokens(line)
+            n_words[position] = len(line.split())
+            cost[position] = tokens_for(len(line), n_words[position])  # count_tokens(line), split once
         return cost[position]
 
     # Per-part counts add up to at least the whole block's count, so summing them keeps us in budget.
-    used = count_tokens(header) + count_tokens(footer)
+    header_words, footer_words = len(header.split()), len(footer.split())
+    used = tokens_for(len(header), header_words) + tokens_for(len(footer), footer_words)
     musts = [pos for pos, item in enumerate(ranked[:max_items]) if item.directive.severity == "MUST"][:GUARANTEED_MUST]
     chosen: list[int] = list(musts)
     used += sum(cost_of(pos) for pos in chosen)
@@ -163,11 +166,20 @@ def render(
     by_rank = [ranked[pos] for pos in chosen]
     # MUST first, then SHOULD, then MAY; the sort is stable, so each group stays in rank order
     shown = sorted(chosen, key=lambda pos: SEVERITIES.index(ranked[pos].directive.severity))
-    extra, extra_body, omitted = _always_part(always or [], by_rank, omitted, used, token_budget, rationale, today)
+    extra, extra_body, extra_words, omitted = _always_part(
+        always or [], by_rank, omitted, used, token_budget, rationale, today
+    )
     body = "".join([lines[pos] for pos in shown]) + extra_body
     block = f"{header}{body}{footer}"
+    # Every body part ends with a newline: after a header that ends in whitespace (or none), no word
+    # spans two parts, so the block's words are the parts' words (its characters always add up).
+    if not header or header[-1].isspace():
+        words = header_words + sum([n_words[pos] for pos in shown]) + extra_words + footer_words
+        tokens = tokens_for(len(block), words)
+    else:
+        tokens = count_tokens(block)
     citations = [citation(item, today) for item in by_rank] + [citation(item, today, always=True) for item in extra]
-    return Rendered(block, citations, count_tokens(block), omitted, by_rank + extra)
+    return Rendered(block, citations, tokens, omitted, by_rank + extra)
 
 
 def _always_part(
@@ -178,26 +190,28 @@ def _always_part(
     token_budget: int,
     rationale: bool,
     today: str,
-) -> tuple[list[Item], str, list[dict[str, Any]]]:
-    """Always-apply directives the ranked part did not show, under the budget: (items, markdown, omitted).
+) -> tuple[list[Item], str, int, list[dict[str, Any]]]:
+    """Always-apply directives the ranked part did not show, under the budget: (items, markdown, its words, omitted).
 
     An always-apply directive the ranked part left out is shown here instead, so its ``omitted``
     entry goes; one that does not fit is listed in ``omitted`` with reason ``tokenBudget``.
     """
     if not always:  # most indexes: nothing to add, nothing to copy
-        return [], "", omitted
+        return [], "", 0, omitted
     shown = {_key(it) for it in chosen}
     extra: list[Item] = []
     parts: list[str] = []
     opened: set[tuple[str, str]] = set()
     left_out: list[dict[str, Any]] = []
+    n_words = 0
     for item in always:
         if _key(item) in shown:
             continue
         line = item_lines(item, breadcrumbs=False, rationale=rationale, today=today)
         rule_key = (item.index_name, item.rule.id)
         heading = "" if rule_key in opened else always_heading(item.rule)
-        cost = count_tokens(heading) + count_tokens(line)
+        heading_words, line_words = len(heading.split()), len(line.split())
+        cost = tokens_for(len(heading), heading_words) + tokens_for(len(line), line_words)
         if used + cost > token_budget:
             left_out.append({"id": item.directive.id, "score": round(item.score, 3), "reason": "tokenBudget"})
             continue
@@ -206,8 +220,9 @@ def _always_part(
         extra.append(item)
         shown.add(_key(item))
         used += cost
+        n_words += heading_words + line_words  # the heading ends with a newline
     settled = {it.directive.id for it in extra} | {o["id"] for o in left_out}  # shown here, or out for the budget
-    return extra, "".join(parts), [o for o in omitted if o["id"] not in settled] + left_out
+    return extra, "".join(parts), n_words, [o for o in omitted if o["id"] not in settled] + left_out
 
 
 def _key(item: Item) -> tuple[str, str]:

@@ -203,8 +203,12 @@ def count_tokens(text: str) -> int:
     """Estimate how many tokens an LLM spends on ``text`` (see :data:`TOKEN_METHOD`)."""
     if not text:
         return 0
-    n_words = len(text.split())
-    return max((len(text) + 3) // 4, (4 * n_words + 2) // 3)  # the two ceilings, in integers
+    return tokens_for(len(text), len(text.split()))
+
+
+def tokens_for(chars: int, n_words: int) -> int:
+    """:data:`TOKEN_METHOD` from a text's characters and words (both add up over texts joined at whitespace)."""
+    return max((chars + 3) // 4, (4 * n_words + 2) // 3)  # the two ceilings, in integers
 
 
 def slug(text: str) -> str:

@@ -27,3 +27,12 @@ def test_a_pasted_essay_is_shortened_not_shown_whole() -> None:
 def test_directives_of_ordinary_length_are_shown_whole() -> None:
     out = render([_item(1, MAX_SHOWN_WORDS)], header="", footer="", token_budget=900, max_items=8)
     assert "shortened" not in out.block and "word5" in out.block
+
+
+def test_the_block_count_is_the_whole_blocks_whatever_the_header_and_footer() -> None:
+    """The block's tokens come from its parts' words only where no word can span two parts."""
+    items = [_item(1, 12), _item(2, 30, "SHOULD"), _item(3, 7, "MAY")]
+    always = [Item(DirectiveRecord("core#c-1", 1, ("C",), "MUST", "Always this."), RULE, 0.0)]
+    for header, footer in [("## H\n\n", "\n_src_\n"), ("", ""), ("no space", "tail"), ("h ", "x"), ("", "joined")]:
+        out = render(items, header=header, footer=footer, token_budget=900, max_items=8, always=always)
+        assert out.tokens == count_tokens(out.block), (header, footer)
