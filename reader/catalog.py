@@ -42,6 +42,8 @@ def render_rule(index: Any, i: int) -> str:
         out += [rule.description, ""]
     if rule.when_to_apply:
         out += ["When to apply: " + "; ".join(rule.when_to_apply), ""]
+    if rule.examples:  # tasks are matched against them too, so they belong to what the rule says
+        out += ["Example tasks: " + "; ".join(rule.examples), ""]
     section: tuple[str, ...] | None = None
     for d in index.directives_of(i):
         if d.section != section:

@@ -75,6 +75,7 @@ def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.Captur
     assert code == 0 and "security" in {r["domain"] for r in json.loads(out)}
     code, out, _ = run(["show", "security", "--index", idx], capsys)
     assert code == 0 and out.startswith("# Application security") and "Input validation" in out
+    assert "\nWhen to apply: " in out and "\nExample tasks: " in out  # what tasks are matched against
     code, out, err = run(["show", "secur", "--index", idx], capsys)
     assert code == 1 and "closest: security" in err
     code, out, _ = run(["info", idx], capsys)
