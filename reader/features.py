@@ -175,11 +175,9 @@ def _phrase_fit(
     phrase_rules = owners[phrases].astype(np.int64)
     fit = (sims - np.float32(0.3)) / np.float32(0.4)
     np.maximum.at(per_rule, phrase_rules, (fit * np.float32(share)).astype(np.float32))
-    for row, rule in index.phrases_sharing(field, terms, wanted).items():
+    for row, (rule, shared, size) in index.phrase_overlaps(field, terms, wanted).items():
         if row != skip:
-            found = index.rule_phrases(field, rule)
-            words = found.words[row - found.first]
-            per_rule[rule] = max(per_rule[rule], share * len(words & terms) / max(1, min(len(words), 4)))
+            per_rule[rule] = max(per_rule[rule], share * shared / max(1, min(size, 4)))
 
 
 def file_fit(rules: np.ndarray, scoped: set[int], elsewhere: set[int] | None) -> np.ndarray:

@@ -85,7 +85,9 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._rule_phrases: dict[tuple[str, int], RulePhrases] = {}
-        self._phrases_by_word: dict[str, dict[str, list[tuple[int, int]]]] = {}  # field -> word -> (row, rule)
+        self._phrases_by_word: dict[
+            str, dict[str, list[tuple[int, int, int]]]
+        ] = {}  # field -> word -> (row, rule, size)
         self._phrases_indexed: dict[str, np.ndarray] = {}  # field -> rules whose phrases the map above holds
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
@@ -280,11 +282,13 @@ class Index:
         finally:
             self.left_out_example = None
 
-    def phrases_sharing(self, field: str, terms: set[str], rules: np.ndarray) -> dict[int, int]:
-        """The ``field`` phrases of ``rules`` (a mask over rules) with a keyword in ``terms``: row -> rule.
+    def phrase_overlaps(self, field: str, terms: set[str], rules: np.ndarray) -> dict[int, list[int]]:
+        """The ``field`` phrases of ``rules`` (a mask over rules) sharing keywords with ``terms``.
 
-        Phrases are indexed by keyword rule by rule, the first time a query needs their rule: nothing is
-        decoded up front, and a query looks up its few terms instead of testing every phrase of its rules.
+        Row -> [rule, keywords shared, keywords in the phrase]. Phrases are indexed by keyword rule by
+        rule, the first time a query needs their rule: nothing is decoded up front, and a query looks up
+        its few terms (each once: ``terms`` is a set, so a row's count is its overlap) instead of
+        testing every phrase of its rules.
         """
         by_word = self._phrases_by_word.setdefault(field, {})
         indexed = self._phrases_indexed.get(field)
@@ -296,10 +300,19 @@ class Index:
                 found = self.rule_phrases(field, rule)
                 for row, words in enumerate(found.words, found.first):
                     for word in words:
-                        by_word.setdefault(word, []).append((row, rule))
+                        by_word.setdefault(word, []).append((row, rule, len(words)))
             indexed |= new
         wanted = rules.tolist()  # a list indexes faster than an array, entry by entry
-        return {row: rule for term in terms for row, rule in by_word.get(term, ()) if wanted[rule]}
+        out: dict[int, list[int]] = {}
+        for term in terms:
+            for row, rule, size in by_word.get(term, ()):
+                if wanted[rule]:
+                    hit = out.get(row)
+                    if hit is None:
+                        out[row] = [rule, 1, size]
+                    else:
+                        hit[1] += 1
+        return out
 
     @cached_property
     def directive_positions(self) -> dict[str, int]:
