@@ -43,6 +43,11 @@ from .tables import detection_tables, directive_tables, pack_records, rule_table
 Progress = Callable[[str], None]
 
 
+FILE_WARNINGS = "file_warnings"
+"""Manifest key: each rule file's parse warnings, so a build that reuses the file (``--previous``)
+reports them as a full build does, and the two stay byte-identical."""
+
+
 def tool_version() -> str:
     """The installed ruledex version (recorded in every manifest)."""
     try:
@@ -111,6 +116,7 @@ def parse_all(
         hit = (cache or {}).get((source.path, source.blob))
         if hit is not None and hit.rule.format == source.format == RULEDEX:
             parsed.append(hit)
+            warnings.extend(hit.warnings)
             reused += 1
             continue
         if source.format != RULEDEX:
@@ -129,6 +135,7 @@ def parse_all(
         hit = (cache or {}).get((source.path, source.blob))
         if hit is not None and hit.rule.id == ids[source.path]:  # foreign ids depend on the other files too
             parsed.append(hit)
+            warnings.extend(hit.warnings)
             reused += 1
             continue
         try:
@@ -324,13 +331,14 @@ def reusable(previous: Path, model: StoredModel) -> tuple[dict[tuple[str, str], 
         if old.manifest.get("model", {}).get("hash") != model.hash:
             return {}, f"{previous} was built with another model"
         cache: dict[tuple[str, str], ParsedDocument] = {}
+        noted = old.manifest.get(FILE_WARNINGS) or {}  # a reused file's warnings are said again
         for i in range(old.n_rules):
             rule = old.rule(i)
             if not rule.blob:
                 continue
             directives = [replace(d, rule=-1) for d in old.directives_of(i)]
             fresh = replace(rule, first_directive=0, directive_count=0, last_updated="", last_commit="", last_author="")
-            cache[(rule.path, rule.blob)] = ParsedDocument(fresh, directives, [])
+            cache[(rule.path, rule.blob)] = ParsedDocument(fresh, directives, list(noted.get(rule.path, [])))
     return cache, ""
 
 
@@ -412,6 +420,9 @@ def build(
     say(f"embedding and indexing {len(directives)} directives")
     texts = {s.path: s.text for s in sources if not s.problem}
     manifest, arrays = compile_index(rules, directives, model, source, name, texts)
+    noted = {doc.rule.path: doc.warnings for doc in parsed if doc.warnings}
+    if noted:
+        manifest[FILE_WARNINGS] = noted
     sha = fmt.write(out, manifest, arrays)
     say(f"wrote {out} ({out.stat().st_size:,} bytes)")
     return BuildResult(

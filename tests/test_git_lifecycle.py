@@ -114,6 +114,23 @@ def test_incremental_build_reuses_unchanged_files_and_is_byte_identical(tmp_path
     assert incremental.path.read_bytes() == full.path.read_bytes()
 
 
+def test_incremental_build_still_reports_the_warnings_of_the_files_it_reuses(tmp_path: Path, rules_repo: tuple) -> None:
+    root, _repo, _commits = rules_repo
+    odd = rule_doc("## S\n\n- [MUST] Keep every endpoint documented.", id="http-api", extra="alwaysApply: true\n")
+    (root / "rules" / "http-api.md").write_text(odd, encoding="utf-8")
+    first = build(root / "rules", tmp_path / "first.ruledex")
+    said = [w for w in first.warnings if "alwaysApply" in w]
+    assert said, first.warnings
+    (root / "rules" / "db.md").write_text(
+        rule_doc("## S\n\n- [MUST] Make every migration reversible and tested.", id="db"), encoding="utf-8"
+    )
+    full = build(root / "rules", tmp_path / "full.ruledex")
+    incremental = build(root / "rules", tmp_path / "incremental.ruledex", previous=first.path)
+    assert incremental.reused == 1  # http-api.md, with its warning
+    assert [w for w in incremental.warnings if "alwaysApply" in w] == said
+    assert incremental.path.read_bytes() == full.path.read_bytes()
+
+
 def test_incremental_with_another_model_reuses_nothing(
     tmp_path: Path, rules_repo: tuple, capsys: pytest.CaptureFixture[str]
 ) -> None:
