@@ -39,6 +39,10 @@ class RulePhrases:
     """Keywords of each phrase, in row order."""
 
 
+PhrasePostings = dict[str, list[tuple[int, int, int]]]
+"""Keyword -> (phrase row, rule, keywords in the phrase) of every phrase holding it."""
+
+
 class Index:
     """One index file, memory-mapped. Use as a context manager or call :meth:`close`."""
 
@@ -85,9 +89,7 @@ class Index:
         self._rules: dict[int, RuleRecord] = {}
         self._directives: dict[int, DirectiveRecord] = {}
         self._rule_phrases: dict[tuple[str, int], RulePhrases] = {}
-        self._phrases_by_word: dict[
-            str, dict[str, list[tuple[int, int, int]]]
-        ] = {}  # field -> word -> (row, rule, size)
+        self._phrases_by_word: dict[str, PhrasePostings] = {}  # per field
         self._phrases_indexed: dict[str, np.ndarray] = {}  # field -> rules whose phrases the map above holds
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
