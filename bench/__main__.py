@@ -80,15 +80,10 @@ def _git(*args: str) -> str:
 
 
 def source_fingerprint(root: Path = REPO) -> str:
-    """sha256 over reader/ and builder/ sources: a run whose code changes midway mixes versions."""
-    import hashlib
+    """The code's fingerprint (``builder.fingerprint``): a run whose code changes midway mixes versions."""
+    from ruledex.builder.fingerprint import code_fingerprint
 
-    digest = hashlib.sha256()
-    for folder in ("reader", "builder"):
-        for path in sorted((root / folder).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return code_fingerprint(root)
 
 
 def snapshot_sources(work: Path) -> Path:

@@ -25,6 +25,7 @@ from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
 from .adapters import SkipFile, assign_ids, parse_foreign
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
+from .fingerprint import code_fingerprint
 from .gitsource import Change, tree_sources, working_tree_changes
 from .keywords import (
     BM25_B,
@@ -252,7 +253,7 @@ def compile_index(
     manifest = {
         "name": name,
         "version": source.version,
-        "tool": {"name": "ruledex", "version": tool_version()},
+        "tool": {"name": "ruledex", "version": tool_version(), "code": code_fingerprint()},
         "source": {
             "repository": source.repository,
             "commit": source.commit,
@@ -328,6 +329,8 @@ def reusable(previous: Path, model: StoredModel) -> tuple[dict[tuple[str, str], 
                 {},
                 f"{previous} was built by ruledex {old.manifest.get('tool', {}).get('version')}, this is {tool_version()}",
             )
+        if old.manifest.get("tool", {}).get("code") != code_fingerprint():
+            return {}, f"{previous} was built by other ruledex code (a development version with the same number)"
         if old.manifest.get("model", {}).get("hash") != model.hash:
             return {}, f"{previous} was built with another model"
         cache: dict[tuple[str, str], ParsedDocument] = {}

@@ -147,6 +147,23 @@ def test_incremental_with_another_model_reuses_nothing(
     assert again.reused == 0
 
 
+def test_incremental_with_other_code_of_the_same_version_reuses_nothing(
+    tmp_path: Path, rules_repo: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Development commits share a version number; a parser change between them must not reuse stale records."""
+    import ruledex.builder.build as builder
+
+    root, _repo, _commits = rules_repo
+    first = build(root / "rules", tmp_path / "first.ruledex")
+    with Index(first.path) as index:
+        assert index.manifest["tool"]["code"] == builder.code_fingerprint()
+    monkeypatch.setattr(builder, "code_fingerprint", lambda: "0123456789abcdef")
+    said: list[str] = []
+    again = build(root / "rules", tmp_path / "again.ruledex", previous=first.path, progress=said.append)
+    assert again.reused == 0
+    assert any("built by other ruledex code" in line for line in said), said
+
+
 def test_incremental_with_an_unreadable_previous_index_builds_in_full(tmp_path: Path, rules_repo: tuple) -> None:
     root, _repo, _commits = rules_repo
     first = build(root / "rules", tmp_path / "first.ruledex")
