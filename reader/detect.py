@@ -456,7 +456,8 @@ def detect(
     the calibration's shift cancels and only its scale applies.
     """
     raw, term_set = task_terms(text)
-    term_set |= {stem(tech) for tech in api_technologies(text, raw)}  # "useEffect" says "react"
+    apis = api_technologies(text, raw)
+    term_set |= {stem(tech) for tech in apis}  # "useEffect" says "react"
     layer_scores = _score(term_set, _LAYER_INDEX, _LAYER_NAMES)
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     model = (shipped_model() if task_model is True else task_model) if task_model else None
@@ -500,7 +501,7 @@ def detect(
         layer=layer,
         topics=topics,
         evident_topics=evident,
-        technologies=with_files(named_technologies(text, raw), paths),
+        technologies=with_files(named_technologies(text, raw, apis), paths),
         keywords=tuple(dict.fromkeys(w for w in raw if w not in _STOP)),
         confidence=min(1.0, confidence),
         layer_scores={k: round(v, 3) for k, v in layer_scores.items()},

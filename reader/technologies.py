@@ -608,16 +608,17 @@ def api_technologies(text: str, words: Iterable[str]) -> set[str]:
     return found
 
 
-def named_technologies(text: str, words: Collection[str]) -> tuple[str, ...]:
+def named_technologies(text: str, words: Collection[str], apis: set[str] | None = None) -> tuple[str, ...]:
     """The technologies ``text`` (whose lower-cased ``words`` are given) names, in :data:`TECHNOLOGIES` order.
 
     A technology an API identifier names stays named though its name is an everyday word, and
-    confirms the everyday words of its stack ("the go handler's gin.Context").
+    confirms the everyday words of its stack ("the go handler's gin.Context"). ``apis``: what
+    :func:`api_technologies` already found in ``text`` (detection needs it earlier; not found twice).
     """
     lowered = text.lower()
     found = {w for w in words if w in _RANK} | {t for t in _SYMBOLS if t in lowered}
     found |= {name for name, (letters, pattern) in WRITTEN_NAMES.items() if letters in text and pattern.search(text)}
-    apis = api_technologies(text, words)
+    apis = api_technologies(text, words) if apis is None else apis
     found |= apis
     if not found.isdisjoint(AMBIGUOUS_TECHNOLOGIES):
         found = _as_names(found, text) | apis
