@@ -142,10 +142,11 @@ def when_to_apply(index: Index, rules: np.ndarray, qvec: np.ndarray, terms: set[
     # only the phrases of the candidates' rules matter: keeps this O(candidates), not O(index)
     wanted = np.zeros(index.n_rules, bool)
     wanted[rules] = True
+    candidates = set(rules.tolist())  # the same rules, for the keyword postings: made once for both fields
     per_rule = np.zeros(index.n_rules, np.float32)
-    _phrase_fit(per_rule, index, "when_to_apply", wanted, qvec, terms, 1.0)
+    _phrase_fit(per_rule, index, "when_to_apply", wanted, candidates, qvec, terms, 1.0)
     if len(index.example_rule):
-        _phrase_fit(per_rule, index, "examples", wanted, qvec, terms, EXAMPLE_SHARE, index.left_out_example)
+        _phrase_fit(per_rule, index, "examples", wanted, candidates, qvec, terms, EXAMPLE_SHARE, index.left_out_example)
     return np.minimum(np.maximum(per_rule[rules], 0.0), 1.0)
 
 
@@ -154,12 +155,15 @@ def _phrase_fit(
     index: Index,
     field: str,
     wanted: np.ndarray,
+    candidates: set[int],
     qvec: np.ndarray,
     terms: set[str],
     share: float,
     skip: int | None = None,
 ) -> None:
     """Raise ``per_rule`` to each wanted rule's best fit among its ``field`` phrases, times ``share``.
+
+    ``wanted`` (a mask over rules) and ``candidates`` (their ids) are the same rules.
 
     By meaning: the phrase's cosine, from 0.3 (nothing) to 0.7 (full). By words: the share of the
     phrase's keywords the task has (at most 4 needed). Phrase row ``skip`` is left out.
@@ -175,7 +179,7 @@ def _phrase_fit(
     phrase_rules = owners[phrases].astype(np.int64)
     fit = (sims - np.float32(0.3)) / np.float32(0.4)
     np.maximum.at(per_rule, phrase_rules, (fit * np.float32(share)).astype(np.float32))
-    for row, (rule, shared, size) in index.phrase_overlaps(field, terms, wanted).items():
+    for row, (rule, shared, size) in index.phrase_overlaps(field, terms, candidates).items():
         if row != skip:
             per_rule[rule] = max(per_rule[rule], share * shared / max(1, min(size, 4)))
 

@@ -90,7 +90,7 @@ class Index:
         self._directives: dict[int, DirectiveRecord] = {}
         self._rule_phrases: dict[tuple[str, int], RulePhrases] = {}
         self._phrases_by_word: dict[str, PhrasePostings] = {}  # per field
-        self._phrases_indexed: dict[str, np.ndarray] = {}  # field -> rules whose phrases the map above holds
+        self._phrases_indexed: dict[str, set[int]] = {}  # field -> rules whose phrases the map above holds
         self._term_ids: dict[str, int | None] = {}
         self._check_counts()
 
@@ -284,8 +284,8 @@ class Index:
         finally:
             self.left_out_example = None
 
-    def phrase_overlaps(self, field: str, terms: set[str], rules: np.ndarray) -> dict[int, list[int]]:
-        """The ``field`` phrases of ``rules`` (a mask over rules) sharing keywords with ``terms``.
+    def phrase_overlaps(self, field: str, terms: set[str], rules: set[int]) -> dict[int, list[int]]:
+        """The ``field`` phrases of ``rules`` sharing keywords with ``terms``.
 
         Row -> [rule, keywords shared, keywords in the phrase]. Phrases are indexed by keyword rule by
         rule, the first time a query needs their rule: nothing is decoded up front, and a query looks up
@@ -293,22 +293,17 @@ class Index:
         testing every phrase of its rules.
         """
         by_word = self._phrases_by_word.setdefault(field, {})
-        indexed = self._phrases_indexed.get(field)
-        if indexed is None:
-            indexed = self._phrases_indexed[field] = np.zeros(self.n_rules, bool)
-        new = rules & ~indexed
-        if np.count_nonzero(new):
-            for rule in new.nonzero()[0].tolist():
-                found = self.rule_phrases(field, rule)
-                for row, words in enumerate(found.words, found.first):
-                    for word in words:
-                        by_word.setdefault(word, []).append((row, rule, len(words)))
-            indexed |= new
-        wanted = rules.tolist()  # a list indexes faster than an array, entry by entry
+        indexed = self._phrases_indexed.setdefault(field, set())
+        for rule in sorted(rules - indexed):
+            found = self.rule_phrases(field, rule)
+            for row, words in enumerate(found.words, found.first):
+                for word in words:
+                    by_word.setdefault(word, []).append((row, rule, len(words)))
+            indexed.add(rule)
         out: dict[int, list[int]] = {}
         for term in terms:
             for row, rule, size in by_word.get(term, ()):
-                if wanted[rule]:
+                if rule in rules:
                     hit = out.get(row)
                     if hit is None:
                         out[row] = [rule, 1, size]
