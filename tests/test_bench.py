@@ -422,7 +422,7 @@ def test_training_query_sets_grade_existing_documents_of_training_tasks() -> Non
     training = {t.task for t in load_tasks(TASKS_FILE)}
     queries = load_queries(REPO / "tests" / "data" / "train_bundled.jsonl")
     names = {p.name for p in RULES.glob("*.md")} - {"README.md", "CONTRIBUTING.md"}
-    assert len(queries) == 400 and all(q.task in training for q in queries)
+    assert len(queries) == 393 and all(q.task in training for q in queries)  # 7 were near a held-out task
     assert all(q.relevant and set(q.relevant) <= names and set(q.relevant.values()) <= {1, 2} for q in queries)
 
 
