@@ -77,6 +77,12 @@ def _subtree(commit: pygit2.Commit, subdir: str | None) -> tuple[pygit2.Tree, st
     return sub, subdir.strip("/")
 
 
+def rules_subdir(repo_path: Path, ref: str, subdir: str | None = None) -> str:
+    """The rules folder of ``ref``'s tree, as :func:`tree_sources` reads it (``""``: the root)."""
+    repo = open_repository(repo_path)
+    return _subtree(resolve_commit(repo, ref), subdir)[1]
+
+
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[tuple[str, pygit2.Blob]]:
     out = []
     for entry in tree:
