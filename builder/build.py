@@ -136,6 +136,7 @@ def parse_all(
             doc = parse_document(source.text, source.path)
         except (RuleError, RuleErrors) as exc:
             errors.extend(exc.errors)
+            warnings.extend(exc.warnings)  # found before it failed (unknown fields ...)
             continue
         parsed.append(doc)
         warnings.extend(doc.warnings)
@@ -171,7 +172,7 @@ def parse_all(
             )
         seen[doc.rule.id] = doc.rule.path
     if errors:
-        raise RuleErrors(errors)
+        raise RuleErrors(errors, warnings)  # a failed build says its warnings too, as check does
     return parsed, warnings, reused
 
 
@@ -418,11 +419,14 @@ def build(
     cache, why = reusable(previous, model) if previous else ({}, "")
     if why:
         say(f"not reusing {previous}: {why}")
+    # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
+    secrets = [f.text(folder) for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text))]
     try:
         parsed, warnings, reused = parse_all(sources, cache)
     except RuleErrors as exc:
-        raise RuleErrors([replace(e, path=shown_path(folder, e.path)) for e in exc.errors]) from None
-    warnings = [shown_path(folder, w) for w in warnings]  # each begins with its file's path
+        shown = [shown_path(folder, w) for w in exc.warnings] + secrets
+        raise RuleErrors([replace(e, path=shown_path(folder, e.path)) for e in exc.errors], shown) from None
+    warnings = [shown_path(folder, w) for w in warnings] + secrets  # each begins with its file's path
     if previous and not why:
         say(f"reused {reused} of {len(sources)} files from {previous}")
     rules, directives = assemble(attach_sources(parsed, sources, changes))
@@ -430,10 +434,6 @@ def build(
     say(
         f"parsed {len(rules)} rules, {len(directives)} directives"
         + (f" ({inferred} with severity inferred from wording)" if inferred else "")
-    )
-    # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
-    warnings.extend(
-        f.text(folder) for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text))
     )
     if not directives:  # a valid index (queries answer "empty"), but rarely what was meant
         where_text = where if sources else f"{where} (no *.md, *.mdc or other rule files found)"
