@@ -38,7 +38,16 @@ from .keywords import (
 )
 from .lint import secrets_in
 from .parse import ParsedDocument, normalise_newlines, parse_document
-from .source import RULEDEX, SourceFile, SourceInfo, git_info, read_sources, rules_folder, split_generated
+from .source import (
+    RULEDEX,
+    SourceFile,
+    SourceInfo,
+    git_info,
+    read_sources,
+    rules_folder,
+    shown_path,
+    split_generated,
+)
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
 
 Progress = Callable[[str], None]
@@ -127,6 +136,7 @@ def parse_all(
             doc = parse_document(source.text, source.path)
         except (RuleError, RuleErrors) as exc:
             errors.extend(exc.errors)
+            warnings.extend(exc.warnings)  # found before it failed (unknown fields ...)
             continue
         parsed.append(doc)
         warnings.extend(doc.warnings)
@@ -162,7 +172,7 @@ def parse_all(
             )
         seen[doc.rule.id] = doc.rule.path
     if errors:
-        raise RuleErrors(errors)
+        raise RuleErrors(errors, warnings)  # a failed build says its warnings too, as check does
     return parsed, warnings, reused
 
 
@@ -389,9 +399,14 @@ def build(
     if ref is not None or repo is not None:
         sources, source, changes = tree_sources(Path(repo or "."), ref or "HEAD", subpath)
         where = f"{ref or 'HEAD'}:{source.path or '/'} ({source.commit[:12]})"
+        folder = source.path  # errors and warnings name files by their path in the repository
     else:
         rules_dir = rules_folder(rules_dir)
-        sources = read_sources(rules_dir)
+        folder = rules_dir.as_posix()  # ... or as the user would open them, after the folder they gave
+        try:
+            sources = read_sources(rules_dir)
+        except RuleError as exc:
+            raise replace(exc, path=shown_path(folder, exc.path)) from None
         source = git_info(rules_dir)
         changes = working_tree_changes(rules_dir, [s.path for s in sources])
         where = str(rules_dir)
@@ -404,7 +419,14 @@ def build(
     cache, why = reusable(previous, model) if previous else ({}, "")
     if why:
         say(f"not reusing {previous}: {why}")
-    parsed, warnings, reused = parse_all(sources, cache)
+    # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
+    secrets = [f.text(folder) for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text))]
+    try:
+        parsed, warnings, reused = parse_all(sources, cache)
+    except RuleErrors as exc:
+        shown = [shown_path(folder, w) for w in exc.warnings] + secrets
+        raise RuleErrors([replace(e, path=shown_path(folder, e.path)) for e in exc.errors], shown) from None
+    warnings = [shown_path(folder, w) for w in warnings] + secrets  # each begins with its file's path
     if previous and not why:
         say(f"reused {reused} of {len(sources)} files from {previous}")
     rules, directives = assemble(attach_sources(parsed, sources, changes))
@@ -413,8 +435,6 @@ def build(
         f"parsed {len(rules)} rules, {len(directives)} directives"
         + (f" ({inferred} with severity inferred from wording)" if inferred else "")
     )
-    # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
-    warnings.extend(f.text() for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text)))
     if not directives:  # a valid index (queries answer "empty"), but rarely what was meant
         where_text = where if sources else f"{where} (no *.md, *.mdc or other rule files found)"
         warnings.append(f"{where_text}: no directives; the index will be empty")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ruledex.reader.cli import Once
-from ruledex.reader.errors import ConfigError
+from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 
 BUILD_EXTRA = "pip install 'ruledex[build]'  (from a source checkout: pip install -e '.[build]')"
 
@@ -142,17 +142,30 @@ def run_build(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[{time.perf_counter() - started:6.2f}s] {message}", file=sys.stderr)
 
-    result = build(
-        Path(args.rules_dir),
-        Path(args.out) if args.out else None,
-        model_name=args.model,
-        name=args.name,
-        progress=progress,
-        repo=Path(args.repo) if args.repo else None,
-        ref=args.ref,
-        subpath=args.path,
-        previous=Path(args.previous) if args.previous else None,
-    )
+    try:
+        result = build(
+            Path(args.rules_dir),
+            Path(args.out) if args.out else None,
+            model_name=args.model,
+            name=args.name,
+            progress=progress,
+            repo=Path(args.repo) if args.repo else None,
+            ref=args.ref,
+            subpath=args.path,
+            previous=Path(args.previous) if args.previous else None,
+        )
+    except (RuleError, RuleErrors) as exc:  # every error, then the warnings found with them, as check shows
+        for error in exc.errors:
+            print(error, file=sys.stderr)
+        if exc.warnings:
+            print(f"{len(exc.warnings)} warning(s):", file=sys.stderr)
+            for warning in exc.warnings:
+                print(f"  {warning}", file=sys.stderr)
+        print(
+            f"ruledex: error: {len(exc.errors)} error(s), {len(exc.warnings)} warning(s); no index written",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:

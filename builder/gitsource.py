@@ -77,6 +77,12 @@ def _subtree(commit: pygit2.Commit, subdir: str | None) -> tuple[pygit2.Tree, st
     return sub, subdir.strip("/")
 
 
+def rules_subdir(repo_path: Path, ref: str, subdir: str | None = None) -> str:
+    """The rules folder of ``ref``'s tree, as :func:`tree_sources` reads it (``""``: the root)."""
+    repo = open_repository(repo_path)
+    return _subtree(resolve_commit(repo, ref), subdir)[1]
+
+
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[tuple[str, pygit2.Blob]]:
     out = []
     for entry in tree:
@@ -129,8 +135,12 @@ def tree_sources(
 
 
 def last_changes(repo: pygit2.Repository, head: pygit2.Commit, wanted: dict[str, str]) -> dict[str, Change]:
-    """For each repository path in ``wanted`` (mapped to its rules-relative path), its last change."""
-    pending = dict(wanted)
+    """For each repository path in ``wanted`` (mapped to its rules-relative path), its last change.
+
+    A path not in ``head``'s tree (a file never committed, or deleted and made again in the working
+    tree) gets none: no commit of this history made it what it is.
+    """
+    pending = {path: rel for path, rel in wanted.items() if path in head.tree}
     found: dict[str, Change] = {}
     for count, commit in enumerate(repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)):
         if not pending or count >= HISTORY_LIMIT:
@@ -139,8 +149,8 @@ def last_changes(repo: pygit2.Repository, head: pygit2.Commit, wanted: dict[str,
             diff = repo.diff(commit.parents[0], commit)
             diff.find_similar()
             touched = {d.new_file.path: d.old_file.path for d in diff.deltas}
-        else:
-            touched = {path: path for path in pending}
+        else:  # a root commit added what it holds (a history can have several roots)
+            touched = {path: path for path in pending if path in commit.tree}
         for new_path, old_path in touched.items():
             rel = pending.pop(new_path, None)
             if rel is None:

@@ -25,6 +25,7 @@ from ruledex.reader.text import count_tokens, keywords
 from . import frontmatter
 from .embed import embed_texts
 from .parse import ParsedDocument, normalise_newlines
+from .source import shown_path
 
 NEAR_DUPLICATE = 0.92
 """Cosine at or above which two directives in different files say the same thing."""
@@ -71,15 +72,14 @@ class Finding:
     message: str
     code: str
 
-    def text(self) -> str:
-        """``path:line:col: level: message [code]``."""
-        return f"{self.path}:{self.line}:{self.col}: {self.level}: {self.message} [{self.code}]"
+    def text(self, folder: str = "") -> str:
+        """``path:line:col: level: message [code]``; ``folder``: the rules folder as given, to open the path from."""
+        return f"{shown_path(folder, self.path)}:{self.line}:{self.col}: {self.level}: {self.message} [{self.code}]"
 
     def github(self, folder: str = "") -> str:
         """A GitHub Actions workflow annotation; ``folder``: where the rules folder is in the repository."""
         message = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        path = f"{folder}/{self.path}" if folder else self.path
-        return f"::{self.level} file={path},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
+        return f"::{self.level} file={shown_path(folder, self.path)},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape."""

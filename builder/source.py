@@ -197,6 +197,15 @@ def split_generated(sources: list[SourceFile]) -> tuple[list[SourceFile], list[s
     return [s for s in sources if not s.generated], [s.path for s in sources if s.generated]
 
 
+def shown_path(folder: str, path: str) -> str:
+    """A rules-relative ``path`` as the user would open it: after the rules folder as they gave it.
+
+    ``shown_path("rules", "api.md")`` is ``rules/api.md``; the working folder itself (``.``) adds nothing.
+    """
+    folder = folder.rstrip("/")
+    return f"{folder}/{path}" if folder not in ("", ".") else path
+
+
 def rules_folder(rules_dir: Path | str | None) -> Path:
     """``rules_dir`` as a folder to read rules from; a :class:`ConfigError` when it is not one."""
     from ruledex.reader.errors import ConfigError

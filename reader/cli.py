@@ -313,22 +313,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json or args.format == "json":
         _print_json({"errors": errors, "warnings": len(findings) - errors, "findings": [f.to_dict() for f in findings]})
     else:
-        where = _annotation_folder(args) if args.format == "github" else ""
+        where = _shown_folder(args, github=args.format == "github")
         for f in findings:
-            print(f.github(where) if args.format == "github" else f.text())
+            print(f.github(where) if args.format == "github" else f.text(where))
         print(f"{errors} error(s), {len(findings) - errors} warning(s) in {args.rules_dir}", file=sys.stderr)
     return EXIT_FAIL if errors else EXIT_OK
 
 
-def _annotation_folder(args: argparse.Namespace) -> str:
-    """The checked folder as seen from the working directory (GitHub places annotations by repository path).
+def _shown_folder(args: argparse.Namespace, *, github: bool = False) -> str:
+    """The checked folder, for paths a user can open: as given (``rules/core.md``, not ``core.md``).
 
-    ``file=core.md`` for ``rules/core.md`` would not land on the pull request's diff. With ``--ref``,
-    the ``--path`` given (without one, the paths as the tree holds them under its rules folder).
+    With ``--ref``, the rules folder in the commit's tree (a path in the repository). GitHub places
+    annotations by repository path (``file=core.md`` would not land on the pull request's diff), so
+    for ``github`` an absolute folder is made relative to the working directory when it is below it.
     """
     if args.repo or args.ref:
-        return (args.path or "").strip("/")
+        from ruledex.builder.gitsource import rules_subdir
+
+        return rules_subdir(Path(args.repo or "."), args.ref or "HEAD", args.path)
     folder = Path(args.rules_dir)
+    if not github:
+        return folder.as_posix()
     if folder.is_absolute():
         with contextlib.suppress(ValueError):
             folder = folder.relative_to(Path.cwd())

@@ -421,6 +421,8 @@ def _check_sections(path: Path, table: dict[str, Any], data_size: int, version: 
 def open_artifact(path: Path) -> Artifact:
     """Open and validate an index file, memory-mapped read-only."""
     path = Path(path)
+    if path.is_dir():  # before open: Windows reports a folder as PermissionError
+        raise _fail(path, _folder_hint(path))
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -428,9 +430,7 @@ def open_artifact(path: Path) -> Artifact:
                 raise _fail(path, "file is empty; rebuild it with `ruledex build` or re-download it")
             buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
-        raise _fail(path, "no such index file; build one with `ruledex build` or pass --index") from None
-    except IsADirectoryError:
-        raise _fail(path, "is a directory; pass the .ruledex file inside it") from None
+        raise _fail(path, "no such index file; check the path, or build one with `ruledex build`") from None
     except PermissionError:
         raise _fail(path, "permission denied reading the index file") from None
     try:
@@ -439,6 +439,17 @@ def open_artifact(path: Path) -> Artifact:
         buffer.close()
         raise
     return Artifact(path, buffer, manifest, data_start)
+
+
+def _folder_hint(path: Path) -> str:
+    """What to do when a folder is given where an index file belongs."""
+    newest = newest_index(path)
+    if newest is not None:
+        return f"is a folder, not an index file; pass the {SUFFIX} file inside it, e.g. {newest}"
+    return (
+        f"is a folder with no {SUFFIX} file in it; to build an index from the rules in it, run "
+        f"`ruledex build {path}` and pass the file it writes"
+    )
 
 
 def file_sha256(path: Path) -> str:

@@ -8,7 +8,8 @@ at once with a clear message; the query encoder is built on the first call, not 
 ``initialize``. The served file is hot-reloaded when it is replaced (see
 :class:`~ruledex.reader.holder.IndexHolder`). Logs go to stderr; stdout carries only the protocol.
 
-This is the only module that imports the MCP SDK, so ``ruledex query`` never loads it.
+This module and :mod:`.stdio`, which it imports, are the only ones that import the MCP SDK, so
+``ruledex query`` never loads it.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from .shapes import (
     enum_schema,
     number_schema,
 )
+from .stdio import run_stdio
 from .vocab import LAYERS, SCOPES
 
 log = logging.getLogger("ruledex.server")
@@ -600,7 +602,7 @@ CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
 def _run_stdio(server: RuledexServer) -> None:
     """Serve over stdio until the client leaves; a client that closed stdout mid-request is a quiet stop."""
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(run_stdio, server)  # requests read before stdin closed are answered first
     except (*CLIENT_GONE, BaseExceptionGroup) as exc:
         if not client_gone(exc):
             raise

@@ -77,7 +77,7 @@ def test_build_warns_of_a_secret_it_would_serve(tmp_path: Path) -> None:
     rules = write_rules(tmp_path / "rules", {"keys.md": rule_doc(f"- [MUST] Deploy with the key {fake_key} only.")})
     result = build(rules, tmp_path / "k.ruledex")
     warned = [w for w in result.warnings if "[secret]" in w]
-    assert len(warned) == 1 and warned[0].startswith("keys.md:") and fake_key not in warned[0]
+    assert len(warned) == 1 and warned[0].startswith(f"{rules.as_posix()}/keys.md:") and fake_key not in warned[0]
 
 
 def test_bundled_rules_pass_and_formats(capsys: pytest.CaptureFixture[str]) -> None:
@@ -229,3 +229,42 @@ def test_github_annotations_name_the_file_as_the_repository_does(
         main(["check", folder, "--format", "github"])
         lines = capsys.readouterr().out.splitlines()
         assert lines and all(line.startswith("::warning file=rules/x.md,line=") for line in lines), lines
+
+
+def test_text_findings_and_build_errors_name_the_file_from_the_folder_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rules/bad.md:15``, not ``bad.md:15``: the path opens from where the command ran."""
+    write_rules(
+        tmp_path / "rules",
+        {
+            "bad.md": rule_doc("## S\n\n- Missing a marker here.", id="bad"),
+            "short.md": rule_doc("## S\n\n- [MUST] Do it.", id="short", extra="colour: red\n"),
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "rules/"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("rules/bad.md:15:1: error: directive: list item has no severity marker"), lines
+    assert lines[-1].startswith("rules/short.md:16:1: warning: directive is 2 words"), lines
+    assert main(["build", "rules/", "--out", "x.ruledex", "-q"]) == 1
+    assert "rules/bad.md:15: directive: list item has no severity marker" in capsys.readouterr().err
+    (tmp_path / "rules" / "bad.md").unlink()
+    assert main(["build", "rules", "--out", "x.ruledex", "-q"]) == 0
+    assert "  rules/short.md:9: colour: unknown field ignored" in capsys.readouterr().err  # warnings too
+
+
+def test_text_findings_of_a_ref_name_the_file_as_the_repository_holds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pygit2
+
+    root = write_rules(tmp_path / "repo", {"rules/x.md": rule_doc("## S\n\n- [MUST] Do it.", id="x")})
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    repo.index.add_all()
+    who = pygit2.Signature("A", "a@example.com", 1_700_000_000, 0)
+    repo.create_commit("HEAD", who, who, "rules", repo.index.write_tree(), [])
+    for fmt, start in (("text", "rules/x.md:15:1: warning:"), ("github", "::warning file=rules/x.md,line=15")):
+        main(["check", "--repo", str(root), "--ref", "main", "--format", fmt])
+        lines = capsys.readouterr().out.splitlines()
+        assert lines and all(line.startswith(start) for line in lines), lines

@@ -67,6 +67,30 @@ def test_build_errors_name_file_line_and_write_nothing(tmp_path: Path, capsys: p
     assert not out.exists()
 
 
+def test_a_failed_build_lists_its_warnings_after_its_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count said warnings and only errors followed; now every one is listed, errors first."""
+    write_rules(
+        tmp_path / "rules",
+        {
+            "bad.md": rule_doc("## S\n\n- Missing marker.", id="bad", extra="colour: red\n"),
+            "odd.md": rule_doc("## S\n\n- [MUST] Version every public endpoint.", id="odd", extra="size: big\n"),
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["build", "rules", "--out", "x.ruledex", "-q"], capsys)
+    assert code == 1 and out == "" and not (tmp_path / "x.ruledex").exists()
+    assert err.splitlines() == [
+        "rules/bad.md:16: directive: list item has no severity marker; start it with [MUST], [SHOULD] or [MAY], "
+        "or set `severity:` in the front matter",
+        "2 warning(s):",
+        "  rules/bad.md:9: colour: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md",
+        "  rules/odd.md:9: size: unknown field ignored; known fields are listed in rules/CONTRIBUTING.md",
+        "ruledex: error: 1 error(s), 2 warning(s); no index written",
+    ]
+
+
 def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
     idx = str(bundled_index)
     code, out, _ = run(["detect", "Add a login button to the header", "--index", idx, "--json"], capsys)

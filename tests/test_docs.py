@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ruledex.reader.cli import build_parser
 
@@ -45,3 +46,26 @@ def test_every_front_matter_field_the_builder_accepts_is_in_the_field_table() ->
     assert not missing, f"rules/CONTRIBUTING.md's field table does not list: {missing}"
     formats = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
     assert "no globs field" not in formats, "docs/formats.md: ruledex front matter has a `globs` field"
+
+
+def test_every_citation_field_is_in_docs_mcp(bundled_index: Path, tmp_path: Path) -> None:
+    """docs/mcp.md listed nine citation fields; the output had ``stale``, ``alwaysApply`` and ``index`` too."""
+    import shutil
+
+    from ruledex.reader.index import Index
+    from ruledex.reader.query import query_indexes
+
+    shutil.copy(bundled_index, tmp_path / "team.ruledex")
+    indexes = [Index(bundled_index), Index(tmp_path / "team.ruledex")]  # layered: citations name their index
+    try:
+        citations = query_indexes(indexes, "Add user registration API endpoint", None, {})["citations"]
+    finally:
+        for index in indexes:
+            index.close()
+    fields = {key for c in citations for key in c}
+    documented = re.search(
+        r"^`citations` are (.*?)^`diagnostics`", (REPO / "docs" / "mcp.md").read_text("utf-8"), re.S | re.M
+    )
+    assert documented and "index" in fields and "alwaysApply" in fields
+    missing = sorted(f for f in fields if not re.search(rf"\b{f}\b", documented.group(1)))
+    assert not missing, f"docs/mcp.md does not list citation fields {missing}"

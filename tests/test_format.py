@@ -189,3 +189,21 @@ def test_a_section_damaged_after_open_names_the_file_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith(f"ruledex: error: {bad} [{section}]: cannot be read") and "Traceback" not in err
     assert "ruledex verify" in err
+
+
+def test_a_missing_index_or_a_folder_gets_a_hint_that_fits(
+    tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``info``/``verify`` take a path, not --index; a folder names the index inside it, or how to build one."""
+    assert main(["info", str(tmp_path / "nope.ruledex")]) == 1
+    err = capsys.readouterr().err
+    assert "nope.ruledex: no such index file; check the path, or build one with `ruledex build`" in err
+    assert "--index" not in err
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    assert main(["query", "Add an endpoint", "--index", str(rules)]) == 1
+    err = capsys.readouterr().err
+    assert f"{rules}: is a folder with no .ruledex file in it" in err and f"`ruledex build {rules}`" in err
+    shutil.copy(bundled_index, tmp_path / "dist.ruledex")
+    assert main(["verify", str(tmp_path)]) == 1
+    assert f"pass the .ruledex file inside it, e.g. {tmp_path / 'dist.ruledex'}" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from ruledex.builder.build import build
 from ruledex.reader.cli import main
 from ruledex.reader.index import Index
 
-from .conftest import rule_doc
+from .conftest import rule_doc, write_rules
 
 ALICE = pygit2.Signature("Alice", "alice@example.com", 1_700_000_000, 0)
 BOB = pygit2.Signature("Bob", "bob@example.com", 1_700_086_400, 0)
@@ -204,3 +204,39 @@ def test_check_a_ref(rules_repo: tuple, capsys: pytest.CaptureFixture[str]) -> N
     (root / "rules" / "db.md").write_text("# broken working tree, not committed\n\n- no marker\n", encoding="utf-8")
     assert main(["check", "--repo", str(root), "--ref", "v1.0.0", "--json"]) == 0
     assert __import__("json").loads(capsys.readouterr().out)["errors"] == 0
+
+
+def test_a_rule_file_never_committed_gets_no_commit(tmp_path: Path) -> None:
+    """Only the files a root commit holds are credited to it; a new file has no last change yet."""
+    from ruledex.reader.catalog import render_rule, rule_summary
+
+    root = tmp_path / "repo"
+    write_rules(root / "rules", {"api.md": rule_doc("## S\n\n- [MUST] Version every public endpoint.", id="api")})
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    first = _commit(repo, "first rules", ALICE)
+    write_rules(root / "rules", {"db.md": rule_doc("## S\n\n- [MUST] Make every migration reversible.", id="db")})
+    with Index(build(root / "rules", tmp_path / "w.ruledex").path) as index:
+        rules = {r.path: (i, r) for i, r in enumerate(index.rules())}
+        shown = render_rule(index, rules["db.md"][0])
+        assert rules["api.md"][1].last_commit == first and rules["api.md"][1].last_author == "Alice"
+        new = rules["db.md"][1]
+        assert (new.last_commit, new.last_updated, new.last_author) == ("", "", "")
+        assert rule_summary(new)["lastCommit"] == "" and "last updated" not in shown
+
+
+def test_a_second_root_is_credited_only_with_what_it_holds(tmp_path: Path) -> None:
+    """History merged from an unrelated repository has two root commits; each added only its files."""
+    from ruledex.builder.gitsource import last_changes
+
+    root = tmp_path / "repo"
+    write_rules(root / "rules", {"api.md": rule_doc("## S\n\n- [MUST] Version every public endpoint.", id="api")})
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    first = repo.revparse_single(_commit(repo, "api rules", ALICE))
+    tree = repo.TreeBuilder()  # a root commit holding only README.md, newer than the first: walked first
+    tree.insert("README.md", repo.create_blob(b"# other history\n"), pygit2.enums.FileMode.BLOB)
+    side = repo.create_commit(None, BOB, BOB, "unrelated root", tree.write(), [])
+    write_rules(root / "rules", {"db.md": rule_doc("## S\n\n- [MUST] Make every migration reversible.", id="db")})
+    repo.index.add_all()
+    merge = repo.create_commit("HEAD", ALICE, ALICE, "db rules", repo.index.write_tree(), [first.id, side])
+    found = last_changes(repo, repo[merge], {"rules/api.md": "api.md", "rules/db.md": "db.md"})
+    assert found["api.md"].commit == str(first.id) and found["db.md"].commit == str(merge)

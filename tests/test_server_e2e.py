@@ -131,6 +131,62 @@ def test_stdio_stdout_carries_only_the_protocol(bundled_index: Path) -> None:
     assert "serving" in done.stderr
 
 
+def test_requests_read_before_stdin_closes_are_answered(bundled_index: Path) -> None:
+    """Piped requests and then EOF: the SDK cancelled the calls still running and answered only initialize."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+    call = {"name": "query_directives", "arguments": {"taskDescription": TASKS[0]}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_rules", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+    ]
+    done = subprocess.run(
+        [*SERVE, "--index", str(bundled_index)],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3], done.stderr
+    assert "security" in answers[2]["result"]["content"][0]["text"]
+    assert "security#input-validation-1" in answers[3]["result"]["content"][0]["text"]
+
+
+def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
+    """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+
+    from ruledex.reader.stdio import HoldEof, InFlight, NoteAnswers
+
+    async def scenario() -> list[object]:
+        send, receive = anyio.create_memory_object_stream[SessionMessage](10)
+        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](10)
+        in_flight = InFlight()
+        async with (
+            HoldEof(receive, in_flight, timeout=600) as reader,
+            NoteAnswers(out_send, in_flight) as writer,
+            out_receive,
+        ):
+            async with send:
+                for message in (
+                    JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/list"),
+                    JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/list"),
+                    JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 2}),
+                ):
+                    await send.send(SessionMessage(message))
+            seen = [await reader.receive() for _ in range(3)]
+            await writer.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={})))
+            with anyio.fail_after(30):  # a guard against a hang, not a timing: unsettled, this waits 600 s
+                seen.extend([item async for item in reader])
+        return seen
+
+    assert len(anyio.run(scenario)) == 3
+
+
 def test_a_client_that_closes_stdout_mid_request_stops_the_server_quietly(bundled_index: Path) -> None:
     """An IDE killed while a request runs: exit 0 and one log line, not exit 1 with a BrokenPipeError traceback."""
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}

@@ -1,0 +1,140 @@
+"""Serve MCP over stdio, answering the requests already read when stdin closes.
+
+The MCP SDK ends a stdio session at stdin's end of file and cancels every request still running,
+so a client that writes its requests and closes stdin (``… | ruledex serve``, a script, a one-shot
+pipe) gets no answer to the last ones, silently (modelcontextprotocol/python-sdk#2678, open). Here
+the end of stdin is held back from the SDK until every request read has been answered, or
+cancelled by the client, or :data:`DRAIN_SECONDS` have passed; then the session ends as before.
+A client that closes stdin and waits for the server to exit, as the MCP spec asks, now gets its
+answers; one that also closes stdout is a quiet stop, as before (see ``server._run_stdio``).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+
+DRAIN_SECONDS = 5.0
+"""How long, after stdin closes, requests already read may take to be answered (tools take ms)."""
+
+
+class InFlight:
+    """The ids of the requests read and not yet answered."""
+
+    def __init__(self) -> None:
+        """Start with none (make it inside the event loop: it holds an :class:`anyio.Event`)."""
+        self.ids: set[Any] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def start(self, request_id: Any) -> None:
+        """A request was read."""
+        if not self.ids:
+            self._idle = anyio.Event()
+        self.ids.add(request_id)
+
+    def done(self, request_id: Any) -> None:
+        """A request was answered (or cancelled by the client, which gets no answer then)."""
+        self.ids.discard(request_id)
+        if not self.ids:
+            self._idle.set()
+
+    async def wait(self, timeout: float) -> None:
+        """Until every request read is answered, at most ``timeout`` seconds."""
+        with anyio.move_on_after(timeout):
+            await self._idle.wait()
+
+
+class HoldEof:
+    """The session's read stream: notes requests, and at end of file first waits for their answers."""
+
+    def __init__(self, inner: Any, in_flight: InFlight, timeout: float = DRAIN_SECONDS) -> None:
+        """Wrap ``inner``, the stdio transport's read stream."""
+        self.inner = inner
+        self.in_flight = in_flight
+        self.timeout = timeout
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last message, as the transport's stream gives it to the SDK."""
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next message; at end of file, :class:`anyio.EndOfStream` once the answers are out."""
+        try:
+            item = await self.inner.receive()
+        except anyio.EndOfStream:
+            await self.in_flight.wait(self.timeout)
+            raise
+        message = item.message if isinstance(item, SessionMessage) else None
+        if isinstance(message, JSONRPCRequest):
+            self.in_flight.start(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.in_flight.done((message.params or {}).get("requestId"))
+        return item
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        await self.inner.aclose()
+
+    def __aiter__(self) -> HoldEof:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> HoldEof:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class NoteAnswers:
+    """The session's write stream: passes every message on and notes the requests it answers."""
+
+    def __init__(self, inner: Any, in_flight: InFlight) -> None:
+        """Wrap ``inner``, the stdio transport's write stream."""
+        self.inner = inner
+        self.in_flight = in_flight
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Send ``item``; a response or error settles its request."""
+        await self.inner.send(item)
+        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
+            self.in_flight.done(item.message.id)
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> NoteAnswers:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """What ``server.run_stdio_async()`` does, with the end of stdin held until the answers are out."""
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs too; the SDK has no other handle
+    async with stdio_server() as (read_stream, write_stream):
+        in_flight = InFlight()
+        await lowlevel.run(
+            HoldEof(read_stream, in_flight),
+            NoteAnswers(write_stream, in_flight),
+            lowlevel.create_initialization_options(),
+        )
