@@ -171,9 +171,9 @@ def test_cursor_corpus_quality_does_not_regress(tmp_path: Path) -> None:
         edited = evaluate(index, with_files(queries, REPO / "tests" / "data" / "files_cursorrules.jsonl"))
     assert report["ruledex"]["ndcg@10"] >= report["bm25"]["ndcg@10"], "measured 0.888 vs 0.878 (docs/relevance.md)"
     assert report["ruledex"]["mrr"] >= 0.9, "measured 0.932 (docs/relevance.md)"
-    assert report["layerAccuracy"] >= 0.78, "measured 0.804 (docs/relevance.md)"
+    assert report["layerAccuracy"] >= 0.78, "measured 0.790 (docs/relevance.md)"
     assert edited["ruledex"]["ndcg@10"] > report["ruledex"]["ndcg@10"], "measured 0.903 -> 0.917 (docs/relevance.md)"
-    assert edited["layerAccuracy"] >= report["layerAccuracy"], "measured 0.804 -> 0.812; 0.268 before the fix"
+    assert edited["layerAccuracy"] >= report["layerAccuracy"], "measured 0.790 -> 0.797; 0.268 before the fix"
 
 
 def test_blind_cursor_set_names_real_guides_and_ruledex_leads_the_floor(tmp_path: Path) -> None:
@@ -218,9 +218,9 @@ def test_files_named_in_the_task_help_on_fresh_bundled_tasks(index: Index, monke
     """60 tasks that each name a file, written and graded blind to the reader: measured, not tuned on."""
     queries = _labeled("named_bundled", RULES, 60)
     named, ignored = _with_and_without_named_files(index, queries, RULES, monkeypatch)
-    assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.833 -> 0.867"
-    assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.921 -> 0.919"
-    assert named["ruledex"]["ndcg@10"] > named["bm25"]["ndcg@10"], "measured 0.919 vs 0.854"
+    assert named["layerAccuracy"] > ignored["layerAccuracy"], "measured 0.850 -> 0.883"
+    assert named["ruledex"]["ndcg@10"] >= ignored["ruledex"]["ndcg@10"] - 0.02, "measured 0.919 -> 0.918"
+    assert named["ruledex"]["ndcg@10"] > named["bm25"]["ndcg@10"], "measured 0.918 vs 0.854"
 
 
 def test_files_named_in_the_task_help_on_fresh_cursor_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,9 +256,9 @@ def test_a_teams_own_rules_rank_by_the_technologies_they_declare(
         without_stack = evaluate(index, edited, rules_dir=rules, weights=replace(DECLARED_WEIGHTS, stack=0.0))
         answer = query_directives(index, "fix the bug", options={"files": ["admin/src/components/UserForm.tsx"]})
     assert with_stack["ruledex"]["ndcg@10"] > without_stack["ruledex"]["ndcg@10"], "measured 0.908 -> 0.913"
-    assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.907 -> 0.913 with files"
+    assert with_stack["ruledex"]["ndcg@10"] > plain["ruledex"]["ndcg@10"], "measured 0.904 -> 0.907 with files"
     assert plain["ruledex"]["ndcg@10"] > plain["bm25"]["ndcg@10"], (
-        "measured 0.907 vs 0.897 (0.887 before examples matched)"
+        "measured 0.904 vs 0.897 (0.887 before examples matched)"
     )
     cited = [c["rule"] for c in answer["citations"]]
     # the team's core rule ("add a test that fails without your fix") may lead; never the Go rules
