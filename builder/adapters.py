@@ -335,6 +335,12 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
     if not description:
         description = " ".join(outline.description).strip()
     stated = str(values.get("description") or outline.meta.get("description") or "").strip()
+    carried = {  # text the rule record carries already, so an import need not repeat it
+        "description": not stated,
+        "meta:description": not values.get("description"),
+        "meta:version": not values.get("version"),
+    }
+    notes = [n for n in outline.notes if not carried.get(n.kind, False)]
     focus = infer_context(" ".join([title, description, humanise(_stem(source.path))])).technologies
     when = tuple(dict.fromkeys(p for p in (stated, _tech_phrase(focus)) if p))
     if not when and title.lower() != humanise(_stem(source.path)).lower():
@@ -389,4 +395,4 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
         technologies=focus,
         inferred=tuple(rule_inferred),
     )
-    return ParsedDocument(rule, directives, [])
+    return ParsedDocument(rule, directives, [], notes)

@@ -17,6 +17,10 @@ context. Mapping:
   their whole content in one);
 - ``Last Updated:``, ``Description:`` and ``Version:`` lines before the first section are
   metadata, not directives.
+
+What becomes none of these (a role line, prose that is no instruction, a table, code under a
+heading with no instruction, a one-word list item, raw HTML) is kept as a :class:`Note`, where it
+stood, so that ``ruledex import`` can carry the source's words over without making them directives.
 """
 
 from __future__ import annotations
@@ -90,15 +94,32 @@ class Draft:
     examples: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Note:
+    """Source text that became no directive, kept for ``ruledex import`` to carry over as it stood.
+
+    ``after`` counts the directives read before it; ``lang`` is ``None`` for prose, else the code's
+    language (``""`` when unnamed). ``kind`` marks text the rule may carry already: ``description``
+    (a sentence of the prose before the first section) or ``meta:<key>`` (a ``Version:`` line ...).
+    """
+
+    section: tuple[str, ...]
+    after: int
+    text: str
+    lang: str | None = None
+    kind: str = ""
+
+
 @dataclass
 class Outline:
-    """What a free-form document holds: title, description, metadata lines, sections, drafts."""
+    """What a free-form document holds: title, description, metadata lines, sections, drafts, notes."""
 
     title: str = ""
     description: list[str] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
     sections: list[tuple[str, ...]] = field(default_factory=list)
     drafts: list[Draft] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 def _raw(body: str, element: block.BlockElement) -> str:
@@ -133,9 +154,21 @@ class _Walker:
     def section(self) -> tuple[str, ...]:
         return tuple(name for _, name in self.stack)
 
-    def add(self, text: str, line: int, severity: str = "") -> Draft | None:
+    def note(self, text: str, lang: str | None = None, kind: str = "") -> None:
+        """Keep source text that is no directive (see :class:`Note`)."""
+        if text.strip():
+            self.out.notes.append(Note(self.section, len(self.out.drafts), text.strip("\n"), lang, kind))
+
+    def unnote(self, text: str) -> None:
+        """Take back the last note: its text went into a directive after all."""
+        if self.out.notes and self.out.notes[-1].text == text.strip("\n"):
+            self.out.notes.pop()
+
+    def add(self, text: str, line: int, severity: str = "", keep: bool = True) -> Draft | None:
         text = text.strip()
         if word_count(text) < 2:
+            if keep:
+                self.note(text)
             return None
         draft = Draft(self.section, text, line, severity)
         if self.pending:
@@ -167,7 +200,8 @@ class _Walker:
     def heading(self, element: block.Heading, body: str, lines: LineMap) -> None:
         text = clean_heading(_raw(body, element), element.level)
         if word_count(text) > MAX_HEADING_WORDS or looks_like_code(text):
-            return  # a "# comment" line of unfenced code, not a heading
+            self.note(_raw(body, element).strip())  # a "# comment" line of unfenced code, not a heading
+            return
         if element is self.title_element:
             self.out.title = text
             return
@@ -177,11 +211,17 @@ class _Walker:
         """Start a section; a heading that states an obligation is also a directive."""
         if not text:
             return
-        self.pending = []  # code shown under a heading with no instruction is not indexed
+        self.flush()  # code shown under a heading with no instruction is no directive's example
         self.stack = [(lvl, name) for lvl, name in self.stack if lvl < level] + [(level, text)]
         self.out.sections.append(self.section)
         if is_instruction(text) and _HEADING_OBLIGATION.search(text):
-            self.add(text, line)
+            self.add(text, line, keep=False)  # its words stay in the section's name
+
+    def flush(self) -> None:
+        """Code waiting for a directive that never came becomes notes."""
+        for lang, code in self.pending:
+            self.note(code, lang)
+        self.pending = []
 
     def pseudo_heading(self, element: block.BlockElement, following: block.BlockElement | None, body: str) -> str:
         """A one-line paragraph that labels the list after it ("Key Principles", "Tech Stack:")."""
@@ -200,6 +240,9 @@ class _Walker:
         if sum(looks_like_code(ln) for ln in raw_lines) * 2 >= len(raw_lines):
             self.example("", raw.strip("\n"))  # an unfenced code block
             return
+        table = [ln.strip() for ln in raw_lines if ln.strip().startswith("|")]
+        if table:
+            self.note("\n".join(table))
         statements = [s for s in split_lines(raw) if not s.startswith("|")]  # "|": a table row
         if not self.stack:
             statements = [s for s in statements if not self.meta(s)]
@@ -215,7 +258,9 @@ class _Walker:
                 self.example("", statement)
                 continue
             if implicit_list:  # one statement per line, as in a list without bullets
-                if not is_persona(statement):
+                if is_persona(statement):
+                    self.note(statement)
+                else:
                     self.add_chunks(strip_enumerator(statement), line)
                 continue
             context = ""  # the prose sentence just before, for an instruction too short to stand alone
@@ -224,6 +269,7 @@ class _Walker:
                     text = strip_enumerator(sentence)
                     if context and word_count(text) < SHORT_INSTRUCTION and word_count(context + text) <= MAX_WORDS:
                         text = f"{context} {text}"
+                        self.unnote(context)
                     self.add_chunks(text, line)
                     context = ""
                 elif (
@@ -235,8 +281,10 @@ class _Walker:
                 ):
                     self.last.rationale.append(sentence)
                 else:
-                    if not self.stack and not self.out.drafts and is_prose(sentence):
+                    described = not self.stack and not self.out.drafts and is_prose(sentence)
+                    if described:
                         self.out.description.append(sentence)
+                    self.note(sentence, kind="description" if described else "")
                     context = sentence if is_prose(sentence) and not is_persona(sentence) else ""
 
     def meta(self, statement: str) -> bool:
@@ -244,7 +292,9 @@ class _Walker:
         if not match:
             return False
         key = match.group(1).lower().replace(" ", "_").replace("-", "_")
-        self.out.meta[{"updated": "last_updated", "lastupdated": "last_updated"}.get(key, key)] = match.group(2)
+        key = {"updated": "last_updated", "lastupdated": "last_updated"}.get(key, key)
+        self.out.meta[key] = match.group(2)
+        self.note(statement, kind=f"meta:{key}")
         return True
 
     def list_item(self, item: block.ListItem, body: str, lines: LineMap) -> None:
@@ -271,7 +321,11 @@ class _Walker:
         checklist = [_raw(body, n).strip() for n in nested]
         flat = [" ".join(c.split()) for c in checklist]
         folded = nested and word_count(" ".join([text, *flat])) <= MAX_WORDS
-        if text and not (is_persona(text) and not nested):
+        if text and is_persona(text) and not nested:
+            self.note(text)
+        elif text and not folded and word_count(text) < 2:
+            self.note(f"- {text}")  # a one-word item ("- React"): no instruction
+        elif text:
             if folded:
                 self.add("\n".join([text, *[ln.strip() for c in checklist for ln in c.split("\n")]]), line, severity)
             else:
@@ -280,6 +334,8 @@ class _Walker:
             self.code(code, body, lines)
         if nested and not folded:
             for inner in nested:
+                # blocks() reads no ListItem, so these items make no directive today: keep their words
+                self.note("\n".join(ln.strip() for ln in _raw(body, inner).strip().split("\n")))
                 self.blocks(inner.children, body, lines)
 
     def code(self, element: block.BlockElement, body: str, lines: LineMap) -> None:
@@ -314,6 +370,8 @@ class _Walker:
                 self.code(element, body, lines)
             elif isinstance(element, block.Quote):
                 self.blocks(element.children, body, lines)
+            elif isinstance(element, block.HTMLBlock):
+                self.note(_raw(body, element), "html")
 
 
 def _title_heading(doc: block.Document) -> block.Heading | None:
@@ -329,4 +387,5 @@ def read_markdown(body: str, lines: LineMap) -> Outline:
     walker = _Walker()
     walker.title_element = _title_heading(doc)
     walker.blocks(doc.children, body, lines)
+    walker.flush()
     return walker.out

@@ -8,7 +8,9 @@ one ruledex document: front matter with the inferred ``layers``, ``topics``,
 as real fields, so file-aware queries keep working. ``technologies`` and ``inferred`` (the fields
 guessed, not written) are fields too, so building the result gives the records, and the ranking,
 that building the source gives; a reviewer takes a name out of ``inferred`` once it is checked. A
-comment at the top of the front matter says where the file came from.
+comment at the top of the front matter says where the file came from. The source's text that
+states no directive (a role line, prose, a table, code under a heading with no instruction) stays
+where it stood, quoted or fenced, so the rule is found by the same words as its source.
 
 Every output is checked with the strict parser before anything is written, so the result
 builds; files are written atomically, and an existing file is never replaced without ``force``.
@@ -29,6 +31,7 @@ from ruledex.reader.format import output_folder, write_bytes_atomic
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 
 from .adapters import SkipFile, assign_ids, parse_foreign
+from .freeform import Note
 from .parse import _LABEL, ParsedDocument, parse_document
 from .source import RULEDEX, SKIP_NAMES, read_sources, split_generated
 
@@ -78,7 +81,7 @@ def _flow(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[str]:
+def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord], notes: bool) -> list[str]:
     inferred = sum("severity" in d.inferred for d in directives)
     lines = [
         "---",
@@ -87,6 +90,11 @@ def _front_matter(rule: RuleRecord, directives: list[DirectiveRecord]) -> list[s
         "# fields named in `inferred` from the text; take a field's name out of `inferred` once you have",
         "# reviewed it (while `topics` is in it, the index ranks this rule as a foreign one).",
     ]
+    if notes:
+        lines += [
+            "# Quoted (>) and fenced text outside the [MUST]/[SHOULD]/[MAY] items is the source's text that",
+            "# states no directive: it is no directive here either, but the rule is still found by its words.",
+        ]
     lines += [f"title: {_q(rule.title)}", f"layers: {_flow(rule.layers)}", f"topics: {_flow(rule.topics)}"]
     if rule.authoritative_for:
         lines.append(f"authoritative_for: {_flow(rule.authoritative_for)}")
@@ -140,16 +148,63 @@ def _item(d: DirectiveRecord, rule: RuleRecord) -> list[str]:
     return out
 
 
+def _note_blocks(notes: list[Note]) -> list[list[str]]:
+    """Notes as markdown the strict parser keeps out of directives: prose quoted, code fenced.
+
+    Neither is a list item, and a quote or a code block is not a paragraph (which, before the first
+    section, would become the rule's description), so the rule's records do not change; the words
+    stay in the file, which the index searches as the rule's text.
+    """
+    out: list[list[str]] = []
+    for note in notes:
+        if note.lang is None:
+            quoted = [f"> {line}".rstrip() for line in note.text.split("\n")]
+            if out and out[-1][0].startswith(">"):
+                out[-1] += [">", *quoted]  # one quote, a paragraph per note
+            else:
+                out.append(quoted)
+        else:
+            fence = _fence(note.text)
+            out.append([f"{fence}{note.lang}", *note.text.split("\n"), fence])
+    return out
+
+
+def _section_blocks(
+    directives: list[tuple[int, DirectiveRecord]], notes: list[Note], rule: RuleRecord
+) -> list[list[str]]:
+    """A section's directives (one list) with its notes where they stood between them."""
+    blocks: list[list[str]] = []
+    items: list[str] = []
+    waiting = sorted(notes, key=lambda n: n.after)
+    for position, d in directives:
+        before = [n for n in waiting if n.after <= position]
+        if before:
+            blocks += [items] if items else []
+            blocks += _note_blocks(before)
+            items, waiting = [], waiting[len(before) :]
+        items += _item(d, rule)
+    blocks += [items] if items else []
+    return blocks + _note_blocks(waiting)
+
+
 def render_ruledex(doc: ParsedDocument) -> str:
-    """A parsed foreign document as a ruledex rule document (front matter + ``[MUST]`` items)."""
+    """A parsed foreign document as a ruledex rule document (front matter + ``[MUST]`` items).
+
+    The source's text that became no directive (``doc.notes``) is kept where it stood, prose as a
+    ``>`` quote and code in a fence, so building the import searches the words building the source
+    does.
+    """
     rule = doc.rule
-    lines = [*_front_matter(rule, doc.directives), f"# {' '.join(rule.title.split())}", ""]
-    groups: dict[tuple[str, ...], list[DirectiveRecord]] = {}
-    for d in doc.directives:
-        groups.setdefault(d.section, []).append(d)
+    lines = [*_front_matter(rule, doc.directives, bool(doc.notes)), f"# {' '.join(rule.title.split())}", ""]
+    groups: dict[tuple[str, ...], list[tuple[int, DirectiveRecord]]] = {}
+    for position, d in enumerate(doc.directives):
+        groups.setdefault(d.section, []).append((position, d))
+    notes: dict[tuple[str, ...], list[Note]] = {}
+    for note in doc.notes:
+        notes.setdefault(note.section, []).append(note)
     previous: tuple[str, ...] = ()
-    top = [()] if () in groups else []
-    for section in dict.fromkeys([*top, *rule.sections, *groups]):  # headings without directives too
+    top = [()] if () in groups or () in notes else []
+    for section in dict.fromkeys([*top, *rule.sections, *groups, *notes]):  # headings without directives too
         common = 0
         while common < min(len(section), len(previous)) and section[common] == previous[common]:
             common += 1
@@ -157,10 +212,8 @@ def render_ruledex(doc: ParsedDocument) -> str:
             common -= 1  # back to a parent section: repeat its heading
         for depth in range(common, len(section)):
             lines += [f"{'#' * min(6, depth + 2)} {' '.join(section[depth].split())}", ""]
-        for d in groups.get(section, []):
-            lines.extend(_item(d, rule))
-        if section in groups:
-            lines.append("")
+        for block in _section_blocks(groups.get(section, []), notes.get(section, []), rule):
+            lines += [*block, ""]
         previous = section
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -197,9 +250,14 @@ def plan_import(source_dir: Path) -> ImportResult:
         text = render_ruledex(doc)
         target = _target(doc.rule.id)
         try:
-            parse_document(text, target)
+            parsed = parse_document(text, target)
         except (RuleError, RuleErrors) as exc:  # pragma: no cover - a bug in render_ruledex, never the user's
             raise ConfigError(f"import produced an invalid document from {source.path}: {exc}; please report") from None
+        if len(parsed.directives) != len(doc.directives):  # pragma: no cover - a note read back as a directive
+            raise ConfigError(
+                f"import of {source.path} reads back as {len(parsed.directives)} directives, not "
+                f"{len(doc.directives)}; please report"
+            )
         result.files.append(
             ImportedFile(
                 source=source.path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import marko
 from marko import block
@@ -22,6 +23,9 @@ from ruledex.reader.text import slug
 from . import frontmatter
 from .ids import rule_path_id
 from .validate import RuleMeta, check_layers, check_severity, check_topics, validate
+
+if TYPE_CHECKING:
+    from .freeform import Note
 
 _MARKER = re.compile(r"^\[\s*([A-Za-z]+)\s*\]\s*")
 _LABEL = re.compile(r"^(rationale|why|avoid|anti-pattern|antipattern|layers?|topics?)\s*:\s*(.*)$", re.IGNORECASE)
@@ -40,11 +44,15 @@ _LABEL_FIELD = {
 
 @dataclass(frozen=True)
 class ParsedDocument:
-    """A parsed rule document: its rule record (directive range unset) and directives (rule -1)."""
+    """A parsed rule document: its rule record (directive range unset) and directives (rule -1).
+
+    ``notes``: a foreign file's text that became no directive, which ``ruledex import`` carries over.
+    """
 
     rule: RuleRecord
     directives: list[DirectiveRecord]
     warnings: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 class _Lines:

@@ -127,5 +127,7 @@ def test_importing_then_building_ranks_like_building_directly(
             for i in (direct, imported)
         ]
     assert first[0] == first[1] == "go#error-handling-1"
-    for metric in ("ndcg@10", "mrr"):  # measured 0.9034 / 0.8953 and 0.9391 / 0.9332
-        assert theirs[metric] >= ours[metric] - 0.01, (metric, ours[metric], theirs[metric])
+    # measured 0.9086 / 0.9085 and 0.9408 / 0.9408; 0.8985 and 0.9348 imported while the import
+    # dropped the text that states no directive (test_import_export: ..._states_no_directive)
+    for metric in ("ndcg@10", "mrr"):
+        assert theirs[metric] >= ours[metric] - 0.003, (metric, ours[metric], theirs[metric])

@@ -421,6 +421,57 @@ def test_imported_metadata_is_read_back_as_inferred_until_a_reviewer_takes_it_ou
         build(out, tmp_path / "c.ruledex")
 
 
+RTL = """
+    ---
+    description: RTL layout rules
+    globs: **/*
+    ---
+    # RTL
+
+    You are an expert in building applications that support Hebrew, Arabic, Persian and Urdu.
+
+    ## Layout
+
+    - Always use CSS logical properties instead of physical ones.
+    - Flexbox
+
+    | physical | logical |
+    | margin-left | margin-inline-start |
+
+    ## Fonts
+
+    ```css
+    body { font-family: Vazirmatn; }
+    ```
+    """
+
+
+def test_import_keeps_the_words_of_text_that_states_no_directive(tmp_path: Path) -> None:
+    """QA: an intro persona line, a one-word item, a table and code under a heading with no instruction
+    make no directive; the import dropped them while a direct build searches the source file whole, so
+    the RTL rule was not found for "Arabic and Hebrew" once imported (nDCG@10 0.964 -> 0.174)."""
+    from ruledex.reader.text import keywords
+
+    source = write_rules(tmp_path / "src", {".cursor/rules/rtl.mdc": RTL})
+    out = tmp_path / "rules"
+    (imported,) = import_rules(source, out).files
+    text = imported.text
+    assert "\n> You are an expert in building applications that support Hebrew, Arabic" in text
+    assert "> - Flexbox" in text and "> | margin-left | margin-inline-start |" in text
+    assert "```css\nbody { font-family: Vazirmatn; }\n```" in text
+    doc = parse_document(text, imported.target)
+    direct = parse_all(read_sources(source))[0][0]
+    assert shape([doc]) == shape([direct]) and len(doc.directives) == 1  # no note became a directive
+    assert doc.rule.description == direct.rule.description == "RTL layout rules"
+    with (
+        Index(build(source, tmp_path / "direct.ruledex").path) as built_directly,
+        Index(build(out, tmp_path / "imported.ruledex").path) as built_imported,
+    ):
+        for word in keywords("Hebrew Arabic Persian Urdu expert flexbox margin Vazirmatn"):
+            counts = [i.rule_postings(i.term_id(word))[1].tolist() for i in (built_directly, built_imported)]
+            assert counts[0] == counts[1] != [], word  # the rule's whole text holds each word as often
+
+
 HAND_WRITTEN = "# Team notes\n\n- Always run `make lint` before pushing.\n- Never commit `.env` files.\n"
 
 
