@@ -9,7 +9,8 @@ context. Mapping:
   obligation ("RULE 1: NEVER use getSession() on the server") is also a directive;
 - a top-level list item is a directive (a leading ``[MUST]``/``[SHOULD]``/``[MAY]`` marker is
   honoured). Nested items stay in it as a checklist while the whole fits :data:`MAX_WORDS`;
-  otherwise each becomes a directive of its own;
+  otherwise each is read as a list item itself, and one too short to stand alone keeps its parent
+  item's text before it as context (as a short instruction sentence keeps the sentence before it);
 - in paragraphs, each instruction sentence starts a directive; explanation sentences after it
   become its rationale; prose before the first section is the rule's description;
 - code blocks attach to the directive before them in the same section (to the next one when
@@ -297,7 +298,8 @@ class _Walker:
         self.note(statement, kind=f"meta:{key}")
         return True
 
-    def list_item(self, item: block.ListItem, body: str, lines: LineMap) -> None:
+    def list_item(self, item: block.ListItem, body: str, lines: LineMap, parent: str | None = None) -> None:
+        """A list item's directive; ``parent``: the text of the item a nested item is unfolded from."""
         line = lines.line(item.source_span[0])
         children = [c for c in item.children if not isinstance(c, block.BlankLine)]
         text_parts: list[str] = []
@@ -316,7 +318,7 @@ class _Walker:
         if marker and marker.group(1).upper() in SEVERITIES:
             severity, text = marker.group(1).upper(), text[marker.end() :]
         text = strip_enumerator(text)
-        if not self.stack and not nested and self.meta(text):
+        if parent is None and not self.stack and not nested and self.meta(text):
             return
         checklist = [_raw(body, n).strip() for n in nested]
         flat = [" ".join(c.split()) for c in checklist]
@@ -329,14 +331,15 @@ class _Walker:
             if folded:
                 self.add("\n".join([text, *[ln.strip() for c in checklist for ln in c.split("\n")]]), line, severity)
             else:
-                self.add_chunks(text, line, severity)
+                self.add_chunks(_in_context(parent, text), line, severity)
         for code in codes:
             self.code(code, body, lines)
-        if nested and not folded:
+        if nested and not folded:  # too long to fold: each nested item is a directive of its own
+            context = text if word_count(text) >= 2 and not is_persona(text) else ""
             for inner in nested:
-                # blocks() reads no ListItem, so these items make no directive today: keep their words
-                self.note("\n".join(ln.strip() for ln in _raw(body, inner).strip().split("\n")))
-                self.blocks(inner.children, body, lines)
+                for child in inner.children:
+                    if isinstance(child, block.ListItem):
+                        self.list_item(child, body, lines, context)
 
     def code(self, element: block.BlockElement, body: str, lines: LineMap) -> None:
         lang = (getattr(element, "lang", "") or "").strip().lower()
@@ -372,6 +375,14 @@ class _Walker:
                 self.blocks(element.children, body, lines)
             elif isinstance(element, block.HTMLBlock):
                 self.note(_raw(body, element), "html")
+
+
+def _in_context(parent: str | None, text: str) -> str:
+    """A nested item too short to stand alone ("Never swallow errors.") after its parent item's text."""
+    if not parent or word_count(text) >= SHORT_INSTRUCTION or word_count(f"{parent} {text}") > MAX_WORDS:
+        return text
+    joint = " " if parent.rstrip("*_ ").endswith((".", ":", "!", "?", ";", ",")) else ": "
+    return f"{parent}{joint}{text}"
 
 
 def _title_heading(doc: block.Document) -> block.Heading | None:

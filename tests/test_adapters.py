@@ -452,6 +452,44 @@ def test_long_list_item_is_split_and_nested_items_fold_when_short(tmp_path: Path
     assert " ".join(d.text for d in rest) == long_item
 
 
+LONG_NESTED = """
+# Errors
+
+## Handling
+- Prioritize error handling and edge cases:
+  - Handle errors and edge cases at the beginning of functions.
+  - Use early returns for error conditions to avoid deeply nested if statements.
+  - Place the happy path last in the function for improved readability.
+  - Avoid unnecessary else statements; use the if-return pattern instead.
+    - Prefer guard clauses that return early from the function body.
+  - Never swallow errors.
+  - Sentry
+- Log every failure with its request id.
+"""
+
+
+def test_nested_items_too_long_to_fold_are_directives_of_their_own(tmp_path: Path) -> None:
+    """They made no directive at all (their words were only kept as a note for the import)."""
+    docs, _ = parse_folder(write_rules(tmp_path / "rules", {"errors.mdc": LONG_NESTED}))
+    doc = docs["errors.mdc"]
+    assert [(d.line, d.severity, d.text) for d in doc.directives] == [
+        (4, "SHOULD", "Prioritize error handling and edge cases:"),
+        (5, "SHOULD", "Handle errors and edge cases at the beginning of functions."),
+        (6, "SHOULD", "Use early returns for error conditions to avoid deeply nested if statements."),
+        (7, "SHOULD", "Place the happy path last in the function for improved readability."),
+        (
+            8,
+            "SHOULD",
+            "Avoid unnecessary else statements; use the if-return pattern instead.\n"
+            "- Prefer guard clauses that return early from the function body.",
+        ),
+        (10, "MUST", "Prioritize error handling and edge cases: Never swallow errors."),  # too short alone
+        (12, "SHOULD", "Log every failure with its request id."),
+    ]
+    assert all(d.section == ("Handling",) for d in doc.directives)
+    assert [n.text for n in doc.notes] == ["- Sentry"]  # a one-word item is still no instruction
+
+
 def test_label_paragraph_before_a_list_is_a_section(tmp_path: Path) -> None:
     text = "Key Principles\n\n- Write small modules.\n\nError Handling:\n\n- Fail fast on bad input.\n"
     docs, _ = parse_folder(write_rules(tmp_path / "rules", {"py.mdc": text}))

@@ -472,6 +472,21 @@ def test_import_keeps_the_words_of_text_that_states_no_directive(tmp_path: Path)
             assert counts[0] == counts[1] != [], word  # the rule's whole text holds each word as often
 
 
+def test_import_writes_nested_items_too_long_to_fold_as_directives_not_notes(tmp_path: Path) -> None:
+    from .test_adapters import LONG_NESTED
+
+    source = write_rules(tmp_path / "src", {".cursor/rules/errors.mdc": LONG_NESTED})
+    (imported,) = import_rules(source, tmp_path / "rules").files
+    text = imported.text
+    assert "- [SHOULD] Use early returns for error conditions to avoid deeply nested if statements." in text
+    assert "- [MUST] Prioritize error handling and edge cases: Never swallow errors." in text
+    assert text.count("Use early returns") == 1  # not also quoted as a note
+    assert "> - Sentry" in text
+    doc = parse_document(text, imported.target)
+    direct = parse_all(read_sources(source))[0][0]
+    assert shape([doc]) == shape([direct]) and len(doc.directives) == 7
+
+
 HAND_WRITTEN = "# Team notes\n\n- Always run `make lint` before pushing.\n- Never commit `.env` files.\n"
 
 
