@@ -76,7 +76,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         epilog="Example: ruledex import . --out rules/ && ruledex build rules/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("source_dir", help="folder holding the foreign rule files (searched recursively)")
+    p.add_argument("source_dir", help="folder holding the foreign rule files (searched recursively), or one rule file")
     p.add_argument("--out", required=True, help="folder to write the ruledex documents to")
     p.add_argument("--force", action="store_true", help="replace files that already exist in --out")
     p.add_argument("--json", action="store_true", help="print what was written and skipped as JSON")

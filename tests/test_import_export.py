@@ -108,8 +108,23 @@ def test_import_never_overwrites_without_force(tmp_path: Path, capsys: pytest.Ca
     code, stdout, _ = run(["import", str(source), "--out", str(out), "--force", "--json"], capsys)
     assert code == 0 and json.loads(stdout)["files"][0]["target"] == "agents.md"
     assert "[SHOULD] Run the tests before pushing." in (out / "agents.md").read_text(encoding="utf-8")
-    with pytest.raises(ConfigError, match="not a folder"):
+    with pytest.raises(ConfigError, match="no such file or folder"):
         import_rules(tmp_path / "missing", out)
+
+
+def test_import_of_one_file_reads_only_it_and_keeps_its_format(tmp_path: Path) -> None:
+    """`ruledex import .github/copilot-instructions.md` converts that file, read as Copilot's, not the repository."""
+    repo = write_rules(
+        tmp_path / "repo",
+        {
+            ".github/copilot-instructions.md": "# Team\n\n- Always enable TypeScript strict mode in every package.\n",
+            "AGENTS.md": "- Run the tests before pushing.\n",
+        },
+    )
+    result = import_rules(repo / ".github" / "copilot-instructions.md", tmp_path / "out")
+    assert [(f.source, f.directives) for f in result.files] == [(".github/copilot-instructions.md", 1)]
+    assert not (tmp_path / "out" / "agents.md").exists()
+    assert path_format(result.files[0].source) == "copilot"
 
 
 def test_import_reports_skipped_files(tmp_path: Path) -> None:
