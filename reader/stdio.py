@@ -12,7 +12,7 @@ answers; one that also closes stdout is a quiet stop, as before (see ``server._r
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -51,13 +51,33 @@ class InFlight:
             await self._idle.wait()
 
 
-class HoldEof:
+class _Wrapped:
+    """A transport stream wrapped to note requests and answers: closing and ``async with`` pass through."""
+
+    def __init__(self, inner: Any, in_flight: InFlight) -> None:
+        """Wrap ``inner``, one of the stdio transport's streams."""
+        self.inner = inner
+        self.in_flight = in_flight
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class HoldEof(_Wrapped):
     """The session's read stream: notes requests, and at end of file first waits for their answers."""
 
     def __init__(self, inner: Any, in_flight: InFlight, timeout: float = DRAIN_SECONDS) -> None:
         """Wrap ``inner``, the stdio transport's read stream."""
-        self.inner = inner
-        self.in_flight = in_flight
+        super().__init__(inner, in_flight)
         self.timeout = timeout
 
     @property
@@ -79,10 +99,6 @@ class HoldEof:
             self.in_flight.done((message.params or {}).get("requestId"))
         return item
 
-    async def aclose(self) -> None:
-        """Close the transport's stream."""
-        await self.inner.aclose()
-
     def __aiter__(self) -> HoldEof:
         return self
 
@@ -92,40 +108,15 @@ class HoldEof:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> HoldEof:
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-class NoteAnswers:
+class NoteAnswers(_Wrapped):
     """The session's write stream: passes every message on and notes the requests it answers."""
-
-    def __init__(self, inner: Any, in_flight: InFlight) -> None:
-        """Wrap ``inner``, the stdio transport's write stream."""
-        self.inner = inner
-        self.in_flight = in_flight
 
     async def send(self, item: SessionMessage, /) -> None:
         """Send ``item``; a response or error settles its request."""
         await self.inner.send(item)
         if isinstance(item.message, JSONRPCResponse | JSONRPCError):
             self.in_flight.done(item.message.id)
-
-    async def aclose(self) -> None:
-        """Close the transport's stream."""
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> NoteAnswers:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 async def run_stdio(server: MCPServer) -> None:
