@@ -509,7 +509,7 @@ def _url_host(host: str) -> str:
 def listen(host: str, port: int) -> socket.socket:
     """A bound TCP socket for ``--http`` (port 0: any free port); a taken port is a clear error, not a log line."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

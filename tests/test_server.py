@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -24,7 +25,7 @@ from ruledex.reader.holder import IndexHolder
 from ruledex.reader.index import Index
 from ruledex.reader.query import MAX_TASK_CHARS, query_directives
 from ruledex.reader.querylog import QueryLog, log_record, mask_secrets
-from ruledex.reader.server import TOOL_NAMES, RuledexServer, mode_instructions, parse_http
+from ruledex.reader.server import TOOL_NAMES, RuledexServer, listen, mode_instructions, parse_http
 
 from .conftest import REPO, rule_doc, write_rules
 
@@ -553,6 +554,33 @@ def test_parse_http(value: str, expected: tuple[str, int]) -> None:
 def test_parse_http_refuses_bad_addresses(value: str) -> None:
     with pytest.raises(ValueError, match="--http"):
         parse_http(value)
+
+
+def test_http_connections_send_small_answers_at_once() -> None:
+    """Nagle's algorithm is off on every accepted connection. asyncio sets TCP_NODELAY only on sockets
+    made with the TCP protocol number; without it a small answer waited up to 40 ms for the client's
+    delayed ACK (bench/README.md, finding 6)."""
+    import asyncio
+
+    async def accepted_nodelay() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Note(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        sock = listen("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Note, sock=sock)  # as uvicorn serves it
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            try:
+                return await asyncio.wait_for(seen, 10)
+            finally:
+                writer.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
 
 
 def test_server_imports_no_builder_dependency() -> None:
