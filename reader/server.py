@@ -403,11 +403,17 @@ class RuledexServer(MCPServer):
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> GetPromptResult | InputRequiredResult:
-        """Render a prompt; an unknown argument is an error that names it and the prompt's arguments."""
+        """Render a prompt; an unknown prompt or argument is an error that names it and what there is."""
         prompt = self._prompt_manager.get_prompt(name)
-        known = [arg.name for arg in prompt.arguments or []] if prompt is not None else []
+        if prompt is None:  # the SDK raises a bare ValueError: error code 0 and a traceback on stderr
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown prompt {name!r}. Available prompts: "
+                f"{', '.join(p.name for p in self._prompt_manager.list_prompts())}.",
+            )
+        known = [arg.name for arg in prompt.arguments or []]
         unknown = sorted(set(arguments or {}) - set(known))
-        if prompt is not None and unknown:
+        if unknown:
             raise MCPError(
                 code=INVALID_PARAMS,
                 message=f"Unknown argument(s) for prompt {name}: {', '.join(unknown)}. {name} takes: "

@@ -881,3 +881,21 @@ def test_empty_mode_string_limits_and_prompt_arguments_are_checked(server: Ruled
 
     message = with_client(server, prompt)
     assert "bogus" in message and "task (string, optional)" in message
+
+
+def test_an_unknown_prompt_is_an_invalid_params_error_naming_the_prompts(
+    server: RuledexServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """prompts/get 'nope' was error code 0 with a traceback on stderr, and did not say which prompts exist."""
+
+    async def body(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as caught:
+            await client.get_prompt("nope", {})
+        assert (await client.get_prompt("code", {})).messages  # the session goes on
+        return caught.value
+
+    with caplog.at_level(logging.ERROR):
+        error = with_client(server, body)
+    assert error.error.code == -32602
+    assert "'nope'" in error.error.message and "architect, code, debug" in error.error.message
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
