@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
@@ -331,10 +332,28 @@ def _kind(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
+def _problems(exc: ValidationError, whole: str) -> str:
+    """``field.path: message; …`` for each error (``whole`` names the value itself)."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or whole}: {err['msg']}" for err in exc.errors())
+
+
 def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
     """A short, field-by-field message for arguments that do not fit a tool's input schema."""
-    problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors())
-    return f"Invalid arguments for {tool}: {problems}. {tool} takes: {_argument_help(schema)}."
+    return f"Invalid arguments for {tool}: {_problems(exc, 'arguments')}. {tool} takes: {_argument_help(schema)}."
+
+
+async def name_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: request params that do not fit the method get an error naming the field.
+
+    The SDK answers them with "Invalid request parameters" and empty data, e.g. for
+    ``prompts/get`` with ``{"task": 5}`` or ``tools/call`` without ``name``.
+    """
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"Invalid params for {ctx.method}: {_problems(exc, 'params')}"
+        ) from None
 
 
 class RuledexServer(MCPServer):
@@ -383,6 +402,7 @@ class RuledexServer(MCPServer):
                 )
             )
         self.custom_route("/healthz", methods=["GET"])(self._healthz)
+        self.middleware.append(name_invalid_params)
 
     async def _healthz(self, request: Request) -> Response:
         if self.http_security is not None:  # the check the SDK gives /mcp: custom routes are not behind it

@@ -155,6 +155,49 @@ def test_requests_read_before_stdin_closes_are_answered(bundled_index: Path) -> 
     assert "security#input-validation-1" in answers[3]["result"]["content"][0]["text"]
 
 
+HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+
+
+def raw_stdio(index: Path, lines: list[str], *, initialize: bool = True) -> tuple[list[dict[str, Any]], str]:
+    """Write these lines (after the handshake, unless told not to) to ``ruledex serve``; every answer and stderr."""
+    handshake = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    done = subprocess.run(
+        [*SERVE, "--index", str(index)],
+        input="".join(f"{line}\n" for line in [*(handshake if initialize else []), *lines]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    return [a for a in answers if a.get("id") != 0 or not initialize], done.stderr
+
+
+def test_request_params_that_do_not_fit_the_method_are_named(bundled_index: Path) -> None:
+    """The SDK answered these with "Invalid request parameters" and empty data: no field named."""
+    calls = {
+        1: ("tools/call", {"arguments": {}}, "params.name: Field required"),
+        2: ("tools/call", {"name": "list_rules", "arguments": [1]}, "params.arguments: Input should be a valid dict"),
+        3: (
+            "prompts/get",
+            {"name": "code", "arguments": {"task": 5}},
+            "params.arguments.task: Input should be a valid",
+        ),
+        4: ("resources/read", {}, "params.uri: Field required"),
+    }
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) for i, (m, p, _) in calls.items()]
+    answers, stderr = raw_stdio(bundled_index, [*lines, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"})])
+    by_id = {a["id"]: a for a in answers}
+    for i, (method, _, expected) in calls.items():
+        error = by_id[i]["error"]
+        assert error["code"] == -32602 and error["message"].startswith(f"Invalid params for {method}: "), error
+        assert expected in error["message"], error
+    assert by_id[9]["result"] == {} and "Traceback" not in stderr
+
+
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
     """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
     from mcp.shared.message import SessionMessage
