@@ -35,6 +35,7 @@ from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
+    ErrorData,
     GetPromptResult,
     InputRequiredResult,
     TextContent,
@@ -342,17 +343,30 @@ def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) 
     return f"Invalid arguments for {tool}: {_problems(exc, 'arguments')}. {tool} takes: {_argument_help(schema)}."
 
 
+_SDK_BARE_ERROR = ErrorData(code=INVALID_PARAMS, message="Invalid request parameters", data="")
+"""What the SDK answers, with nothing more, a request sent before ``initialize``."""
+
+
 async def name_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """Middleware: request params that do not fit the method get an error naming the field.
 
     The SDK answers them with "Invalid request parameters" and empty data, e.g. for
-    ``prompts/get`` with ``{"task": 5}`` or ``tools/call`` without ``name``.
+    ``prompts/get`` with ``{"task": 5}`` or ``tools/call`` without ``name``; and a request before
+    the handshake the same way, so that one says to initialize first.
     """
     try:
         return await call_next(ctx)
     except ValidationError as exc:
         raise MCPError(
             code=INVALID_PARAMS, message=f"Invalid params for {ctx.method}: {_problems(exc, 'params')}"
+        ) from None
+    except MCPError as exc:
+        if exc.error != _SDK_BARE_ERROR or ctx.method == "initialize":
+            raise
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"{ctx.method} before the session is initialized: send the initialize request first, then "
+            "the notifications/initialized notification",
         ) from None
 
 

@@ -389,3 +389,11 @@ def test_mcp_inspector_cli_lists_and_calls_tools(bundled_index: Path) -> None:
         check=True,
     )
     assert "Application security" in called.stdout
+
+
+def test_a_request_before_initialize_says_to_initialize_first(bundled_index: Path) -> None:
+    """The SDK's answer was "Invalid request parameters" alone, for a request whose params were fine."""
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_rules"}})
+    answers, _ = raw_stdio(bundled_index, [line], initialize=False)
+    message = answers[0]["error"]["message"]
+    assert "before the session is initialized" in message and "initialize request first" in message
