@@ -198,6 +198,31 @@ def test_request_params_that_do_not_fit_the_method_are_named(bundled_index: Path
     assert by_id[9]["result"] == {} and "Traceback" not in stderr
 
 
+def test_a_line_that_is_not_a_json_rpc_message_is_answered_over_stdio(bundled_index: Path) -> None:
+    """The SDK dropped these without a word (the HTTP transport answers them), so the client waited forever."""
+    lines = [
+        "not json",
+        json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}),
+        json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": [1]}),
+        "",  # a blank line asks nothing: no answer
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ]
+    answers, stderr = raw_stdio(bundled_index, lines)
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
+        (None, -32700),
+        (None, -32600),
+        (None, -32600),
+        (None, -32600),
+        (4, None),
+    ]
+    messages = [a["error"]["message"] for a in answers[:4]]
+    assert "not JSON" in messages[0] and "jsonrpc: Input should be '2.0'" in messages[1]
+    assert "batch" in messages[2] and "params: Input should be an object" in messages[3]
+    assert all("one JSON-RPC 2.0 object per line" in m for m in messages)
+    assert stderr.count("not a JSON-RPC message") == 4 and "Traceback" not in stderr
+
+
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
     """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
     from mcp.shared.message import SessionMessage
