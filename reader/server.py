@@ -226,7 +226,9 @@ class RuleTools:
         category: Annotated[
             str | None, enum_schema(LAYERS, "Only directives of this layer (or of every layer).")
         ] = None,
-        limit: Annotated[Any, number_schema("integer", *tools.LIMIT_RANGE, 5, "Results to return.")] = 5,
+        limit: Annotated[
+            Any, number_schema("integer", *tools.LIMIT_RANGE, tools.LIMIT_DEFAULT, "Results to return.")
+        ] = tools.LIMIT_DEFAULT,
         minConfidence: Annotated[Any, number_schema("number", 0, 1, 0.0, "Drop results scoring below this.")] = 0.0,
     ) -> KnowledgeResults:
         """Directives as knowledge entries."""

@@ -899,3 +899,12 @@ def test_an_unknown_prompt_is_an_invalid_params_error_naming_the_prompts(
     assert error.error.code == -32602
     assert "'nope'" in error.error.message and "architect, code, debug" in error.error.message
     assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
+
+
+def test_null_limit_and_min_confidence_mean_the_defaults(server: RuledexServer) -> None:
+    """Every other optional argument takes null as "not given"; these two were errors ("got None")."""
+    given = {"query": "password hashing", "limit": None, "minConfidence": None, "scope": None}
+    nulls = call(server, "search_knowledge", given)
+    defaults = call(server, "search_knowledge", {"query": "password hashing"})
+    assert not nulls.is_error, error_text(nulls)
+    assert nulls.structured_content == defaults.structured_content and len(defaults.structured_content["results"]) == 5
