@@ -162,6 +162,9 @@ class HoldEof(_Wrapped):
             self.in_flight.start(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
             self.in_flight.done((message.params or {}).get("requestId"))
+        elif isinstance(message, JSONRPCNotification) and not message.method.startswith("notifications/"):
+            # JSON-RPC forbids answering a notification, so only stderr can say why nothing comes back
+            log.warning("%s without an id is a notification and gets no answer; give it an id", message.method)
         return item
 
     def __aiter__(self) -> HoldEof:

@@ -223,6 +223,17 @@ def test_a_line_that_is_not_a_json_rpc_message_is_answered_over_stdio(bundled_in
     assert stderr.count("not a JSON-RPC message") == 4 and "Traceback" not in stderr
 
 
+def test_a_request_sent_without_an_id_is_explained_on_stderr(bundled_index: Path) -> None:
+    """A notification gets no answer (JSON-RPC), so a request written without an id vanished without a trace."""
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "list_rules", "arguments": {}}}
+    answers, stderr = raw_stdio(
+        bundled_index, [json.dumps(call), json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})]
+    )
+    assert [a["id"] for a in answers] == [1]
+    assert "tools/call without an id is a notification and gets no answer; give it an id" in stderr
+    assert "notifications/initialized" not in stderr, "real notifications are not warned about"
+
+
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
     """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
     from mcp.shared.message import SessionMessage
