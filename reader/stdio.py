@@ -164,7 +164,11 @@ class HoldEof(_Wrapped):
             self.in_flight.done((message.params or {}).get("requestId"))
         elif isinstance(message, JSONRPCNotification) and not message.method.startswith("notifications/"):
             # JSON-RPC forbids answering a notification, so only stderr can say why nothing comes back
-            log.warning("%s without an id is a notification and gets no answer; give it an id", message.method)
+            log.warning(
+                "%s without an id (or with one that is not a string or an integer) is a notification and gets "
+                "no answer; give it an id such as 1",
+                message.method,
+            )
         return item
 
     def __aiter__(self) -> HoldEof:
