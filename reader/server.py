@@ -19,13 +19,14 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
@@ -42,7 +43,7 @@ from mcp.types import (
     ToolAnnotations,
 )
 from mcp.types import Resource as MCPResource
-from pydantic import Field, ValidationError
+from pydantic import AnyUrl, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -435,6 +436,21 @@ class RuledexServer(MCPServer):
     async def list_resources(self) -> list[MCPResource]:
         """The registered resources plus one per rule document of the index serving now."""
         return [*await super().list_resources(), *await anyio.to_thread.run_sync(self.rule_tools.rule_resources)]
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """Read a rule document; a URI that is not one says what the resources' URIs are."""
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            domain = str(uri).removeprefix(RESOURCE_PREFIX)
+            if str(uri).startswith(RESOURCE_PREFIX) and not any(c in domain for c in "/?#"):
+                raise  # a domain the index does not hold: rule_document named the closest ones
+            raise ResourceNotFoundError(
+                f"Unknown resource {str(uri)!r}: the rule documents are {RESOURCE_PREFIX}{{domain}}, e.g. "
+                f"{RESOURCE_PREFIX}security; resources/list lists them"
+            ) from None
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None

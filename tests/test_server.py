@@ -908,3 +908,16 @@ def test_null_limit_and_min_confidence_mean_the_defaults(server: RuledexServer) 
     defaults = call(server, "search_knowledge", {"query": "password hashing"})
     assert not nulls.is_error, error_text(nulls)
     assert nulls.structured_content == defaults.structured_content and len(defaults.structured_content["results"]) == 5
+
+
+@pytest.mark.parametrize("uri", ["file:///etc/passwd", "ruledex://rules/security/extra", "ruledex://rule/security"])
+def test_a_uri_that_is_no_rule_document_says_what_the_resources_are(server: RuledexServer, uri: str) -> None:
+    """It was "Unknown resource: file:///etc/passwd", with nothing on what to read instead."""
+
+    async def body(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        return caught.value
+
+    message = str(with_client(server, body))
+    assert uri in message and "ruledex://rules/{domain}" in message and "resources/list" in message
