@@ -921,3 +921,24 @@ def test_a_uri_that_is_no_rule_document_says_what_the_resources_are(server: Rule
 
     message = str(with_client(server, body))
     assert uri in message and "ruledex://rules/{domain}" in message and "resources/list" in message
+
+
+def test_a_refused_in_place_rewrite_says_why_in_the_tool_error(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path
+) -> None:
+    """The reason (truncated, another sha256 than the pin) was only on stderr, which an IDE rarely shows."""
+    from ruledex.reader.format import file_sha256
+
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600, pinned_sha256=file_sha256(served))
+    try:
+        server = RuledexServer(holder)
+        shutil.copyfile(tiny_index, served)  # a good index, but not the pinned one, copied in place
+        pinned = error_text(call(server, "list_rules"))
+        assert "overwritten in place" in pinned and "expected sha256" in pinned
+        assert f"({served}: " not in pinned, "the reason does not name the file again"
+        with open(served, "r+b") as fh:
+            fh.truncate(100)
+        assert "truncated" in error_text(call(server, "list_rules"))
+    finally:
+        holder.close()
