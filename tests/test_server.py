@@ -942,3 +942,12 @@ def test_a_refused_in_place_rewrite_says_why_in_the_tool_error(
         assert "truncated" in error_text(call(server, "list_rules"))
     finally:
         holder.close()
+
+
+def test_query_log_lines_hold_whatever_separators_the_task_has(tmp_path: Path) -> None:
+    """A task pasted with U+2028 or NEL (U+0085) was written raw: splitlines() then cut the record in two."""
+    log = QueryLog(tmp_path / "q.jsonl")
+    task = "Add login\u2028then logout\u2029and\x85more"
+    log.write(log_record("query_directives", {"taskDescription": task}, latency_ms=1))
+    lines = (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["task"] == task
