@@ -167,7 +167,7 @@ class HoldEof(_Wrapped):
             log.warning(
                 "%s without an id (or with one that is not a string or an integer) is a notification and gets "
                 "no answer; give it an id such as 1",
-                message.method,
+                ascii(message.method)[1:-1],  # the client's text: no raw newline or escape reaches the log
             )
         return item
 

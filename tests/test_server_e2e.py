@@ -232,6 +232,9 @@ def test_a_request_sent_without_an_id_is_explained_on_stderr(bundled_index: Path
     assert [a["id"] for a in answers] == [1]
     assert "tools/call without an id" in stderr and "is a notification and gets no answer; give it an id" in stderr
     assert "notifications/initialized" not in stderr, "real notifications are not warned about"
+    forged = {"jsonrpc": "2.0", "method": "x\nruledex serve: ERROR: forged\x1b[2J"}
+    _, stderr = raw_stdio(bundled_index, [json.dumps(forged)])
+    assert "\nruledex serve: ERROR: forged" not in stderr and "\x1b" not in stderr and "x\\nruledex" in stderr
 
 
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
