@@ -23,6 +23,7 @@ from typing import Any, Self
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     INVALID_REQUEST,
@@ -32,6 +33,7 @@ from mcp.types import (
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
+    RequestId,
 )
 from pydantic import ValidationError
 
@@ -41,24 +43,36 @@ DRAIN_SECONDS = 5.0
 """How long, after stdin closes, requests already read may take to be answered (tools take ms)."""
 
 
+def _key(request_id: object) -> RequestId | None:
+    """A request id as the SDK correlates it ("7" is 7), or None for a value that is no id (a client's ``{}``)."""
+    valid = as_request_id(request_id)
+    return None if valid is None else coerce_request_id(valid)
+
+
 class InFlight:
     """The ids of the requests read and not yet answered."""
 
     def __init__(self) -> None:
         """Start with none (make it inside the event loop: it holds an :class:`anyio.Event`)."""
-        self.ids: set[Any] = set()
+        self.ids: set[RequestId] = set()
         self._idle = anyio.Event()
         self._idle.set()
 
     def start(self, request_id: Any) -> None:
         """A request was read."""
+        key = _key(request_id)
+        if key is None:
+            return
         if not self.ids:
             self._idle = anyio.Event()
-        self.ids.add(request_id)
+        self.ids.add(key)
 
     def done(self, request_id: Any) -> None:
         """A request was answered (or cancelled by the client, which gets no answer then)."""
-        self.ids.discard(request_id)
+        key = _key(request_id)
+        if key is None:  # e.g. a cancellation naming no valid id: it settles nothing
+            return
+        self.ids.discard(key)
         if not self.ids:
             self._idle.set()
 

@@ -237,6 +237,33 @@ def test_a_request_sent_without_an_id_is_explained_on_stderr(bundled_index: Path
     assert "\nruledex serve: ERROR: forged" not in stderr and "\x1b" not in stderr and "x\\nruledex" in stderr
 
 
+def test_a_cancellation_with_a_malformed_request_id_does_not_stop_the_server(bundled_index: Path) -> None:
+    """notifications/cancelled with requestId {} raised TypeError (unhashable) in the stdio wrapper: exit 1."""
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"a": 1}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}),
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    ]
+    answers, stderr = raw_stdio(bundled_index, lines)  # check=True: exit code 0
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": {}}] and "Traceback" not in stderr
+
+
+def test_a_cancellation_naming_the_id_as_a_string_settles_the_request() -> None:
+    """The SDK takes "7" and 7 for one id (it cancels request 7), so the end of stdin must not wait for 7 either."""
+    from ruledex.reader.stdio import InFlight
+
+    async def settled() -> bool:
+        in_flight = InFlight()
+        in_flight.start(7)
+        in_flight.done("7")
+        in_flight.start("8")
+        in_flight.done(8)
+        in_flight.done(True)  # not an id (it would alias 1): ignored
+        return not in_flight.ids
+
+    assert anyio.run(settled)
+
+
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
     """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
     from mcp.shared.message import SessionMessage
