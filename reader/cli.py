@@ -524,8 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--index",
         action="append",
-        help="index file; repeat to layer several (organisation, team, project) for query_directives "
-        "(default: the project's pin, else the newest *.ruledex in ./dist)",
+        help="index file; repeat to layer several (organisation, team, project): every tool answers from all "
+        "(default: the project's pin, else the newest *.ruledex in ./dist, followed as new builds land there)",
     )
     p.add_argument(
         "--http", metavar="[HOST:]PORT", help="serve Streamable HTTP instead of stdio (host default 127.0.0.1)"

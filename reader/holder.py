@@ -105,6 +105,8 @@ class IndexHolder:
         self._lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._refused: Signature | None = None
+        self._refusal = ""
+        """Why the file with the ``_refused`` signature was refused (what a tool error then says)."""
         self._missing = False
         self._next_check = time.monotonic() + check_interval
         self._closed = False
@@ -153,11 +155,12 @@ class IndexHolder:
         self._next_check = 0.0
         if self.maybe_reload() or self._current.signature[2:4] == (st.st_size, st.st_mtime_ns):
             return
+        why = self._refusal.removeprefix(f"{self.path}: ")  # the same file's name once is enough
         raise ArtifactError(
             str(self.path),
             "",
-            "was overwritten in place while being served, and the new content does not verify; replace an "
-            "index by writing a new file and renaming it over the old one (ruledex build does), then retry",
+            f"was overwritten in place while being served, and the new content does not verify{f' ({why})' if why else ''}"
+            "; replace an index by writing a new file and renaming it over the old one (ruledex build does), then retry",
         )
 
     def maybe_reload(self) -> bool:
@@ -222,7 +225,7 @@ class IndexHolder:
         except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving
             if new is not None:
                 self._close(new)
-            self._refused = signature
+            self._refused, self._refusal = signature, str(exc)
             log.error(
                 "refused %s: %s; still serving %s %s (it is retried when the file or its sidecar changes again)",
                 what,

@@ -118,6 +118,9 @@ def log_record(
     return record
 
 
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""The line breaks ``json.dumps(ensure_ascii=False)`` leaves raw and ``str.splitlines`` splits on: escaped."""
+
 _STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
@@ -142,7 +145,8 @@ class QueryLog:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record`` as one JSON line; raises :class:`OSError` if the file cannot be written."""
-        line = (json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+        text = json.dumps(record, ensure_ascii=False, sort_keys=False)
+        line = (text.translate(_LINE_BREAKS) + "\n").encode("utf-8")
         with self._lock:
             fd = self._open()
             try:

@@ -19,12 +19,14 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
@@ -34,13 +36,14 @@ from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
+    ErrorData,
     GetPromptResult,
     InputRequiredResult,
     TextContent,
     ToolAnnotations,
 )
 from mcp.types import Resource as MCPResource
-from pydantic import Field, ValidationError
+from pydantic import AnyUrl, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -224,7 +227,9 @@ class RuleTools:
         category: Annotated[
             str | None, enum_schema(LAYERS, "Only directives of this layer (or of every layer).")
         ] = None,
-        limit: Annotated[Any, number_schema("integer", *tools.LIMIT_RANGE, 5, "Results to return.")] = 5,
+        limit: Annotated[
+            Any, number_schema("integer", *tools.LIMIT_RANGE, tools.LIMIT_DEFAULT, "Results to return.")
+        ] = tools.LIMIT_DEFAULT,
         minConfidence: Annotated[Any, number_schema("number", 0, 1, 0.0, "Drop results scoring below this.")] = 0.0,
     ) -> KnowledgeResults:
         """Directives as knowledge entries."""
@@ -331,10 +336,41 @@ def _kind(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
+def _problems(exc: ValidationError, whole: str) -> str:
+    """``field.path: message; …`` for each error (``whole`` names the value itself)."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or whole}: {err['msg']}" for err in exc.errors())
+
+
 def validation_message(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
     """A short, field-by-field message for arguments that do not fit a tool's input schema."""
-    problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors())
-    return f"Invalid arguments for {tool}: {problems}. {tool} takes: {_argument_help(schema)}."
+    return f"Invalid arguments for {tool}: {_problems(exc, 'arguments')}. {tool} takes: {_argument_help(schema)}."
+
+
+_SDK_BARE_ERROR = ErrorData(code=INVALID_PARAMS, message="Invalid request parameters", data="")
+"""What the SDK answers, with nothing more, a request sent before ``initialize``."""
+
+
+async def name_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: request params that do not fit the method get an error naming the field.
+
+    The SDK answers them with "Invalid request parameters" and empty data, e.g. for
+    ``prompts/get`` with ``{"task": 5}`` or ``tools/call`` without ``name``; and a request before
+    the handshake the same way, so that one says to initialize first.
+    """
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"Invalid params for {ctx.method}: {_problems(exc, 'params')}"
+        ) from None
+    except MCPError as exc:
+        if exc.error != _SDK_BARE_ERROR or ctx.method == "initialize":
+            raise
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"{ctx.method} before the session is initialized: send the initialize request first, then "
+            "the notifications/initialized notification",
+        ) from None
 
 
 class RuledexServer(MCPServer):
@@ -383,6 +419,7 @@ class RuledexServer(MCPServer):
                 )
             )
         self.custom_route("/healthz", methods=["GET"])(self._healthz)
+        self.middleware.append(name_invalid_params)
 
     async def _healthz(self, request: Request) -> Response:
         if self.http_security is not None:  # the check the SDK gives /mcp: custom routes are not behind it
@@ -400,14 +437,35 @@ class RuledexServer(MCPServer):
         """The registered resources plus one per rule document of the index serving now."""
         return [*await super().list_resources(), *await anyio.to_thread.run_sync(self.rule_tools.rule_resources)]
 
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """Read a rule document; a URI that is not one says what the resources' URIs are."""
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            domain = str(uri).removeprefix(RESOURCE_PREFIX)
+            if str(uri).startswith(RESOURCE_PREFIX) and not any(c in domain for c in "/?#"):
+                raise  # a domain the index does not hold: rule_document named the closest ones
+            raise ResourceNotFoundError(
+                f"Unknown resource {str(uri)!r}: the rule documents are {RESOURCE_PREFIX}{{domain}}, e.g. "
+                f"{RESOURCE_PREFIX}security; resources/list lists them"
+            ) from None
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> GetPromptResult | InputRequiredResult:
-        """Render a prompt; an unknown argument is an error that names it and the prompt's arguments."""
+        """Render a prompt; an unknown prompt or argument is an error that names it and what there is."""
         prompt = self._prompt_manager.get_prompt(name)
-        known = [arg.name for arg in prompt.arguments or []] if prompt is not None else []
+        if prompt is None:  # the SDK raises a bare ValueError: error code 0 and a traceback on stderr
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown prompt {name!r}. Available prompts: "
+                f"{', '.join(p.name for p in self._prompt_manager.list_prompts())}.",
+            )
+        known = [arg.name for arg in prompt.arguments or []]
         unknown = sorted(set(arguments or {}) - set(known))
-        if prompt is not None and unknown:
+        if unknown:
             raise MCPError(
                 code=INVALID_PARAMS,
                 message=f"Unknown argument(s) for prompt {name}: {', '.join(unknown)}. {name} takes: "

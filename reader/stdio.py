@@ -7,21 +7,46 @@ the end of stdin is held back from the SDK until every request read has been ans
 cancelled by the client, or :data:`DRAIN_SECONDS` have passed; then the session ends as before.
 A client that closes stdin and waits for the server to exit, as the MCP spec asks, now gets its
 answers; one that also closes stdout is a quiet stop, as before (see ``server._run_stdio``).
+
+A line that is not a JSON-RPC 2.0 message (not JSON, another ``jsonrpc`` version, a batch) is
+answered with a JSON-RPC error, as the HTTP transport answers it, and logged on stderr; the SDK
+dropped it without a word, so the client waited for an answer that never came.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
+from pydantic import ValidationError
+
+log = logging.getLogger("ruledex.server")
 
 DRAIN_SECONDS = 5.0
 """How long, after stdin closes, requests already read may take to be answered (tools take ms)."""
+
+
+def _key(request_id: object) -> RequestId | None:
+    """A request id as the SDK correlates it ("7" is 7), or None for a value that is no id (a client's ``{}``)."""
+    valid = as_request_id(request_id)
+    return None if valid is None else coerce_request_id(valid)
 
 
 class InFlight:
@@ -29,19 +54,25 @@ class InFlight:
 
     def __init__(self) -> None:
         """Start with none (make it inside the event loop: it holds an :class:`anyio.Event`)."""
-        self.ids: set[Any] = set()
+        self.ids: set[RequestId] = set()
         self._idle = anyio.Event()
         self._idle.set()
 
     def start(self, request_id: Any) -> None:
         """A request was read."""
+        key = _key(request_id)
+        if key is None:
+            return
         if not self.ids:
             self._idle = anyio.Event()
-        self.ids.add(request_id)
+        self.ids.add(key)
 
     def done(self, request_id: Any) -> None:
         """A request was answered (or cancelled by the client, which gets no answer then)."""
-        self.ids.discard(request_id)
+        key = _key(request_id)
+        if key is None:  # e.g. a cancellation naming no valid id: it settles nothing
+            return
+        self.ids.discard(key)
         if not self.ids:
             self._idle.set()
 
@@ -72,13 +103,54 @@ class _Wrapped:
         await self.aclose()
 
 
-class HoldEof(_Wrapped):
-    """The session's read stream: notes requests, and at end of file first waits for their answers."""
+def unreadable(exc: Exception) -> JSONRPCError | None:
+    """The answer to a line that is not a JSON-RPC 2.0 message (its id cannot be known, so it is null).
 
-    def __init__(self, inner: Any, in_flight: InFlight, timeout: float = DRAIN_SECONDS) -> None:
-        """Wrap ``inner``, the stdio transport's read stream."""
+    None for a blank line: nothing was asked.
+    """
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if errors and errors[0]["type"] == "json_invalid" and not str(errors[0]["input"]).strip():
+        return None
+    one_per_line = 'send one JSON-RPC 2.0 object per line, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    if not errors or any(err["type"] == "json_invalid" for err in errors):
+        detail = errors[0]["msg"].removeprefix("Invalid JSON: ") if errors else str(exc)
+        error = ErrorData(code=PARSE_ERROR, message=f"Parse error: not JSON ({detail}); {one_per_line}")
+    elif all(isinstance(err["input"], list) and len(err["loc"]) == 1 for err in errors):
+        error = ErrorData(
+            code=INVALID_REQUEST,
+            message=f"Invalid Request: a JSON array (a batch), which MCP does not take; {one_per_line}",
+        )
+    else:
+        by_kind: dict[str, list[str]] = {}  # the message kinds tried (request, notification, ...) and their faults
+        for err in errors:
+            field = ".".join(str(p) for p in err["loc"][1:]) or "message"
+            by_kind.setdefault(str(err["loc"][0]), []).append(f"{field}: {err['msg']}")
+        closest = min(by_kind.values(), key=len)  # the kind it nearly is; a request on a tie (tried first)
+        error = ErrorData(
+            code=INVALID_REQUEST,
+            message=f"Invalid Request: not a JSON-RPC 2.0 message ({'; '.join(closest)}); {one_per_line}",
+        )
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
+
+
+class HoldEof(_Wrapped):
+    """The session's read stream: notes requests, and at end of file first waits for their answers.
+
+    A line the transport could not read as a message is answered with :func:`unreadable` through
+    ``answer`` (the session never sees it).
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        in_flight: InFlight,
+        timeout: float = DRAIN_SECONDS,
+        answer: Callable[[SessionMessage], Awaitable[None]] | None = None,
+    ) -> None:
+        """Wrap ``inner``, the stdio transport's read stream; ``answer`` sends to the client."""
         super().__init__(inner, in_flight)
         self.timeout = timeout
+        self.answer = answer
 
     @property
     def last_context(self) -> Any:
@@ -87,16 +159,30 @@ class HoldEof(_Wrapped):
 
     async def receive(self) -> Any:
         """The next message; at end of file, :class:`anyio.EndOfStream` once the answers are out."""
-        try:
-            item = await self.inner.receive()
-        except anyio.EndOfStream:
-            await self.in_flight.wait(self.timeout)
-            raise
+        while True:
+            try:
+                item = await self.inner.receive()
+            except anyio.EndOfStream:
+                await self.in_flight.wait(self.timeout)
+                raise
+            if not isinstance(item, Exception) or self.answer is None:
+                break
+            error = unreadable(item)
+            if error is not None:
+                log.warning("answered a line that is not a JSON-RPC message: %s", error.error.message)
+                await self.answer(SessionMessage(error))
         message = item.message if isinstance(item, SessionMessage) else None
         if isinstance(message, JSONRPCRequest):
             self.in_flight.start(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
             self.in_flight.done((message.params or {}).get("requestId"))
+        elif isinstance(message, JSONRPCNotification) and not message.method.startswith("notifications/"):
+            # JSON-RPC forbids answering a notification, so only stderr can say why nothing comes back
+            log.warning(
+                "%s without an id (or with one that is not a string or an integer) is a notification and gets "
+                "no answer; give it an id such as 1",
+                ascii(message.method)[1:-1],  # the client's text: no raw newline or escape reaches the log
+            )
         return item
 
     def __aiter__(self) -> HoldEof:
@@ -125,7 +211,7 @@ async def run_stdio(server: MCPServer) -> None:
     async with stdio_server() as (read_stream, write_stream):
         in_flight = InFlight()
         await lowlevel.run(
-            HoldEof(read_stream, in_flight),
+            HoldEof(read_stream, in_flight, answer=write_stream.send),
             NoteAnswers(write_stream, in_flight),
             lowlevel.create_initialization_options(),
         )

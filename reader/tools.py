@@ -261,6 +261,12 @@ PRIORITY = {"MUST": "high", "SHOULD": "medium", "MAY": "low"}
 
 LIMIT_RANGE = (1, 20)
 """``search_knowledge``'s ``limit``: the fewest and most results it returns."""
+LIMIT_DEFAULT = 5
+"""``search_knowledge``'s ``limit`` when not given (or null, as for every optional argument)."""
+
+
+def _limit(value: Any) -> int:
+    return int(_number(LIMIT_DEFAULT if value is None else value, "limit", *LIMIT_RANGE, integer=True))
 
 
 def directive_ids(index: Index) -> dict[str, int]:
@@ -276,7 +282,7 @@ def search_knowledge(
     context_tags: Any = None,
     scope: Any = None,
     category: Any = None,
-    limit: Any = 5,
+    limit: Any = LIMIT_DEFAULT,
     min_confidence: Any = 0.0,
 ) -> dict[str, Any]:
     """Directives as knowledge entries, best first: the same retrieval as query_directives, layer not enforced."""
@@ -286,8 +292,8 @@ def search_knowledge(
         raise ValueError(f"contextTags: must be a list of strings (topics such as {', '.join(TOPICS[:4])}, …)")
     scope = _choice(scope, "scope", SCOPES)
     category = _choice(category, "category", LAYERS)
-    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
-    min_confidence = _number(min_confidence, "minConfidence", 0, 1)
+    limit = _limit(limit)
+    min_confidence = 0.0 if min_confidence is None else _number(min_confidence, "minConfidence", 0, 1)
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
     topics = [t.strip().lower() for t in tags if t.strip().lower() in TOPICS]
@@ -326,12 +332,12 @@ def search_knowledge(
     return {"results": results[:limit], "totalMatches": len(results)}
 
 
-def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = 5) -> dict[str, Any]:
+def search_layered(searches: list[tuple[str, dict[str, Any]]], limit: Any = LIMIT_DEFAULT) -> dict[str, Any]:
     """Merge the ``search_knowledge`` answers of layered indexes (``(name, answer)``), best first.
 
     Each answer must have been asked for the maximum limit; entries are tagged with their index.
     """
-    limit = int(_number(limit, "limit", *LIMIT_RANGE, integer=True))
+    limit = _limit(limit)
     ranked = sorted(
         ({**entry, "index": name} for name, answer in searches for entry in answer["results"]),
         key=lambda e: (-e["score"], e["index"], e["id"]),

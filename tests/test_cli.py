@@ -268,3 +268,11 @@ def test_query_errors_name_the_flags_typed(
     assert err.startswith(f"ruledex: error: {message}") and "options." not in err
     assert main(["query", " ", "--index", str(bundled_index)]) == 2
     assert capsys.readouterr().err.startswith("ruledex: error: TASK: must be a non-empty string")
+
+
+def test_serve_help_says_layered_indexes_answer_every_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    """It said layering was "for query_directives"; every tool reads all the layered indexes (docs/mcp.md)."""
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "for query_directives" not in text and "every tool answers from all" in text

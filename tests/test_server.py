@@ -881,3 +881,73 @@ def test_empty_mode_string_limits_and_prompt_arguments_are_checked(server: Ruled
 
     message = with_client(server, prompt)
     assert "bogus" in message and "task (string, optional)" in message
+
+
+def test_an_unknown_prompt_is_an_invalid_params_error_naming_the_prompts(
+    server: RuledexServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """prompts/get 'nope' was error code 0 with a traceback on stderr, and did not say which prompts exist."""
+
+    async def body(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as caught:
+            await client.get_prompt("nope", {})
+        assert (await client.get_prompt("code", {})).messages  # the session goes on
+        return caught.value
+
+    with caplog.at_level(logging.ERROR):
+        error = with_client(server, body)
+    assert error.error.code == -32602
+    assert "'nope'" in error.error.message and "architect, code, debug" in error.error.message
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
+
+
+def test_null_limit_and_min_confidence_mean_the_defaults(server: RuledexServer) -> None:
+    """Every other optional argument takes null as "not given"; these two were errors ("got None")."""
+    given = {"query": "password hashing", "limit": None, "minConfidence": None, "scope": None}
+    nulls = call(server, "search_knowledge", given)
+    defaults = call(server, "search_knowledge", {"query": "password hashing"})
+    assert not nulls.is_error, error_text(nulls)
+    assert nulls.structured_content == defaults.structured_content and len(defaults.structured_content["results"]) == 5
+
+
+@pytest.mark.parametrize("uri", ["file:///etc/passwd", "ruledex://rules/security/extra", "ruledex://rule/security"])
+def test_a_uri_that_is_no_rule_document_says_what_the_resources_are(server: RuledexServer, uri: str) -> None:
+    """It was "Unknown resource: file:///etc/passwd", with nothing on what to read instead."""
+
+    async def body(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        return caught.value
+
+    message = str(with_client(server, body))
+    assert uri in message and "ruledex://rules/{domain}" in message and "resources/list" in message
+
+
+def test_a_refused_in_place_rewrite_says_why_in_the_tool_error(
+    bundled_index: Path, tiny_index: Path, tmp_path: Path
+) -> None:
+    """The reason (truncated, another sha256 than the pin) was only on stderr, which an IDE rarely shows."""
+    from ruledex.reader.format import file_sha256
+
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600, pinned_sha256=file_sha256(served))
+    try:
+        server = RuledexServer(holder)
+        shutil.copyfile(tiny_index, served)  # a good index, but not the pinned one, copied in place
+        pinned = error_text(call(server, "list_rules"))
+        assert "overwritten in place" in pinned and "expected sha256" in pinned
+        assert f"({served}: " not in pinned, "the reason does not name the file again"
+        with open(served, "r+b") as fh:
+            fh.truncate(100)
+        assert "truncated" in error_text(call(server, "list_rules"))
+    finally:
+        holder.close()
+
+
+def test_query_log_lines_hold_whatever_separators_the_task_has(tmp_path: Path) -> None:
+    """A task pasted with U+2028 or NEL (U+0085) was written raw: splitlines() then cut the record in two."""
+    log = QueryLog(tmp_path / "q.jsonl")
+    task = "Add login\u2028then logout\u2029and\x85more"
+    log.write(log_record("query_directives", {"taskDescription": task}, latency_ms=1))
+    lines = (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["task"] == task

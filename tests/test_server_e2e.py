@@ -155,6 +155,115 @@ def test_requests_read_before_stdin_closes_are_answered(bundled_index: Path) -> 
     assert "security#input-validation-1" in answers[3]["result"]["content"][0]["text"]
 
 
+HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+
+
+def raw_stdio(index: Path, lines: list[str], *, initialize: bool = True) -> tuple[list[dict[str, Any]], str]:
+    """Write these lines (after the handshake, unless told not to) to ``ruledex serve``; every answer and stderr."""
+    handshake = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    done = subprocess.run(
+        [*SERVE, "--index", str(index)],
+        input="".join(f"{line}\n" for line in [*(handshake if initialize else []), *lines]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    return [a for a in answers if a.get("id") != 0 or not initialize], done.stderr
+
+
+def test_request_params_that_do_not_fit_the_method_are_named(bundled_index: Path) -> None:
+    """The SDK answered these with "Invalid request parameters" and empty data: no field named."""
+    calls = {
+        1: ("tools/call", {"arguments": {}}, "params.name: Field required"),
+        2: ("tools/call", {"name": "list_rules", "arguments": [1]}, "params.arguments: Input should be a valid dict"),
+        3: (
+            "prompts/get",
+            {"name": "code", "arguments": {"task": 5}},
+            "params.arguments.task: Input should be a valid",
+        ),
+        4: ("resources/read", {}, "params.uri: Field required"),
+    }
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) for i, (m, p, _) in calls.items()]
+    answers, stderr = raw_stdio(bundled_index, [*lines, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"})])
+    by_id = {a["id"]: a for a in answers}
+    for i, (method, _, expected) in calls.items():
+        error = by_id[i]["error"]
+        assert error["code"] == -32602 and error["message"].startswith(f"Invalid params for {method}: "), error
+        assert expected in error["message"], error
+    assert by_id[9]["result"] == {} and "Traceback" not in stderr
+
+
+def test_a_line_that_is_not_a_json_rpc_message_is_answered_over_stdio(bundled_index: Path) -> None:
+    """The SDK dropped these without a word (the HTTP transport answers them), so the client waited forever."""
+    lines = [
+        "not json",
+        json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}),
+        json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": [1]}),
+        "",  # a blank line asks nothing: no answer
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ]
+    answers, stderr = raw_stdio(bundled_index, lines)
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
+        (None, -32700),
+        (None, -32600),
+        (None, -32600),
+        (None, -32600),
+        (4, None),
+    ]
+    messages = [a["error"]["message"] for a in answers[:4]]
+    assert "not JSON" in messages[0] and "jsonrpc: Input should be '2.0'" in messages[1]
+    assert "batch" in messages[2] and "params: Input should be an object" in messages[3]
+    assert all("one JSON-RPC 2.0 object per line" in m for m in messages)
+    assert stderr.count("not a JSON-RPC message") == 4 and "Traceback" not in stderr
+
+
+def test_a_request_sent_without_an_id_is_explained_on_stderr(bundled_index: Path) -> None:
+    """A notification gets no answer (JSON-RPC), so a request written without an id vanished without a trace."""
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "list_rules", "arguments": {}}}
+    answers, stderr = raw_stdio(
+        bundled_index, [json.dumps(call), json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})]
+    )
+    assert [a["id"] for a in answers] == [1]
+    assert "tools/call without an id" in stderr and "is a notification and gets no answer; give it an id" in stderr
+    assert "notifications/initialized" not in stderr, "real notifications are not warned about"
+    forged = {"jsonrpc": "2.0", "method": "x\nruledex serve: ERROR: forged\x1b[2J"}
+    _, stderr = raw_stdio(bundled_index, [json.dumps(forged)])
+    assert "\nruledex serve: ERROR: forged" not in stderr and "\x1b" not in stderr and "x\\nruledex" in stderr
+
+
+def test_a_cancellation_with_a_malformed_request_id_does_not_stop_the_server(bundled_index: Path) -> None:
+    """notifications/cancelled with requestId {} raised TypeError (unhashable) in the stdio wrapper: exit 1."""
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"a": 1}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}),
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    ]
+    answers, stderr = raw_stdio(bundled_index, lines)  # check=True: exit code 0
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": {}}] and "Traceback" not in stderr
+
+
+def test_a_cancellation_naming_the_id_as_a_string_settles_the_request() -> None:
+    """The SDK takes "7" and 7 for one id (it cancels request 7), so the end of stdin must not wait for 7 either."""
+    from ruledex.reader.stdio import InFlight
+
+    async def settled() -> bool:
+        in_flight = InFlight()
+        in_flight.start(7)
+        in_flight.done("7")
+        in_flight.start("8")
+        in_flight.done(8)
+        in_flight.done(True)  # not an id (it would alias 1): ignored
+        return not in_flight.ids
+
+    assert anyio.run(settled)
+
+
 def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
     """Cancelled requests get no answer (the SDK's rule), so the end of stdin must not wait for one."""
     from mcp.shared.message import SessionMessage
@@ -346,3 +455,11 @@ def test_mcp_inspector_cli_lists_and_calls_tools(bundled_index: Path) -> None:
         check=True,
     )
     assert "Application security" in called.stdout
+
+
+def test_a_request_before_initialize_says_to_initialize_first(bundled_index: Path) -> None:
+    """The SDK's answer was "Invalid request parameters" alone, for a request whose params were fine."""
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_rules"}})
+    answers, _ = raw_stdio(bundled_index, [line], initialize=False)
+    message = answers[0]["error"]["message"]
+    assert "before the session is initialized" in message and "initialize request first" in message
