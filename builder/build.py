@@ -403,10 +403,7 @@ def build(
     else:
         rules_dir = rules_folder(rules_dir)
         folder = rules_dir.as_posix()  # ... or as the user would open them, after the folder they gave
-        try:
-            sources = read_sources(rules_dir)
-        except RuleError as exc:
-            raise replace(exc, path=shown_path(folder, exc.path)) from None
+        sources = read_sources(rules_dir)
         source = git_info(rules_dir)
         changes = working_tree_changes(rules_dir, [s.path for s in sources])
         where = str(rules_dir)
