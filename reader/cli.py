@@ -408,9 +408,11 @@ def _add_llm(p: argparse.ArgumentParser) -> None:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     """``ruledex pin``: verify an index (downloading a URL into the cache) and record it in ruledex.toml."""
-    from .pin import default_config, pin_source, write_pin
+    from .pin import CONFIG_NAME, default_config, pin_source, write_pin
 
     config = Path(args.config) if args.config else default_config(Path.cwd())
+    if config.is_dir():  # before a download, not after it
+        raise ConfigError(f"{config}: is a folder; --config takes the file to write, e.g. {config / CONFIG_NAME}")
     pin = pin_source(args.source, config)
     write_pin(config, pin)
     label = f" ({pin.name})" if pin.name else ""
