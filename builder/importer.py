@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
-from ruledex.reader.format import output_folder, write_bytes_atomic
+from ruledex.reader.format import output_folder, refuse_folders, write_bytes_atomic
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 
 from .adapters import SkipFile, assign_ids, parse_foreign
@@ -303,6 +303,7 @@ def import_rules(source_dir: Path, out_dir: Path, *, force: bool = False) -> Imp
         raise ConfigError(
             f"{source_dir}: no such file or folder; pass a rule file or the folder that holds your rule files"
         )
+    refuse_folders([out_dir / f.target for f in result.files])
     existing = [str(out_dir / f.target) for f in result.files if (out_dir / f.target).exists()]
     if existing and not force:
         raise ConfigError(

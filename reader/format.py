@@ -165,6 +165,16 @@ def output_folder(path: Path | str) -> Path:
     return path
 
 
+def refuse_folders(paths: list[Path]) -> None:
+    """Refuse, before writing any of several files, when a folder stands where one of them goes.
+
+    ``write_bytes_atomic`` would refuse that one file, but only after the files before it were written.
+    """
+    folders = [str(p) for p in paths if Path(p).is_dir()]
+    if folders:
+        raise ConfigError(f"{', '.join(folders)}: is a folder where a file goes; nothing was written. Move it away")
+
+
 def write_bytes_atomic(path: Path, chunks: list[bytes] | bytes) -> None:
     """Write a file so that readers see the old file or the whole new one, never a part."""
     path = Path(path)

@@ -112,6 +112,22 @@ def test_import_never_overwrites_without_force(tmp_path: Path, capsys: pytest.Ca
         import_rules(tmp_path / "missing", out)
 
 
+def test_a_folder_where_a_file_goes_writes_nothing_even_with_force(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """import wrote the files before the folder, then failed; export failed with a traceback."""
+    source = write_rules(tmp_path / "repo", {".cursorrules": "- Use strict mode.\n", "AGENTS.md": "- Run the tests.\n"})
+    out = tmp_path / "rules"
+    (out / "agents.md").mkdir(parents=True)
+    code, _, err = run(["import", str(source), "--out", str(out), "--force"], capsys)
+    assert code == 1 and f"{out / 'agents.md'}: is a folder where a file goes; nothing was written" in err
+    assert [p.name for p in out.iterdir()] == ["agents.md"]
+    (tmp_path / "web" / "AGENTS.md").mkdir(parents=True)
+    argv = ["export", "--format", "agents-md", "--out", str(tmp_path / "web"), "--index", str(bundled_index)]
+    code, _, err = run([*argv, "--force"], capsys)
+    assert code == 1 and "AGENTS.md: is a folder where a file goes; nothing was written" in err
+
+
 def test_import_of_one_file_reads_only_it_and_keeps_its_format(tmp_path: Path) -> None:
     """`ruledex import .github/copilot-instructions.md` converts that file, read as Copilot's, not the repository."""
     repo = write_rules(
