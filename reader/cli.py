@@ -350,6 +350,14 @@ def _diff_side(value: str, repo: str | None, workdir: Path) -> Path:
 
     _require_build_deps()
     from ruledex.builder.build import build
+    from ruledex.builder.gitsource import open_repository, resolve_commit
+
+    try:  # say both readings: a mistyped file name is as likely a slip as a mistyped ref
+        resolve_commit(open_repository(Path(repo or ".")), value)
+    except ConfigError as exc:
+        if Path(value).is_dir():
+            raise ConfigError(f"{value}: is a folder; diff takes two index files or two git refs") from None
+        raise ConfigError(f"{value}: no such index file, and not a git ref either ({exc})") from None
 
     out = workdir / f"{len(list(workdir.iterdir()))}.ruledex"
     return build(None, out, repo=Path(repo or "."), ref=value).path
