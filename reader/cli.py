@@ -734,14 +734,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ruledex: error: {exc}", file=sys.stderr)
         return EXIT_FAIL
     except ValueError as exc:
-        print(f"ruledex: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        damaged = _damaged_index(args)
+        print(f"ruledex: error: {damaged or exc}", file=sys.stderr)
+        return EXIT_FAIL if damaged else EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `| head`): stop quietly, as other CLI tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAIL
+    except Exception:
+        damaged = _damaged_index(args)
+        if damaged is None:
+            raise  # a bug in ruledex: the traceback is what a report needs
+        print(f"ruledex: error: {damaged}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+def _damaged_index(args: argparse.Namespace) -> RuledexError | None:
+    """After an unexpected failure: the error of a damaged section in an index the command read, if any.
+
+    A one-shot command checks an index's structure but not every byte (that would cost more than
+    the query), so a corrupt value inside a section fails somewhere in numpy; the section
+    checksums then name the section, as ``ruledex verify`` would.
+    """
+    from .format import check_sections
+
+    values: list[str | None] = []
+    for name in ("index", "file", "old", "new"):
+        value = getattr(args, name, None)
+        values.extend(value if isinstance(value, list) else [value])
+    paths = [Path(v) for v in values if v]
+    if not paths and hasattr(args, "index"):  # the command read the pinned index or the newest in ./dist
+        with contextlib.suppress(RuledexError):
+            paths = [find_index(None)]
+    for path in paths:
+        if not path.is_file():
+            continue
+        try:
+            check_sections(path)
+        except RuledexError as exc:
+            return exc
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -191,6 +191,31 @@ def test_a_section_damaged_after_open_names_the_file_not_a_traceback(
     assert "ruledex verify" in err
 
 
+@pytest.mark.parametrize(
+    ("section", "argv"), [("dir_rule", ["query", "Add a login endpoint"]), ("dir_severity", ["eval"])]
+)
+def test_a_number_damaged_inside_a_section_is_named_by_its_checksum_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, section: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad id inside a numeric section failed deep in numpy (IndexError); the checksums then name it."""
+    bad = tmp_path / "damaged.ruledex"
+    data = bytearray(bundled_index.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    entry = json.loads(data[24 : 24 + length])["sections"][section]
+    start = (24 + length + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN + entry["offset"]
+    data[start : start + entry["nbytes"]] = b"\x7f" * entry["nbytes"]  # every value far out of range
+    bad.write_bytes(bytes(data))
+    if argv == ["eval"]:
+        queries = tmp_path / "q.jsonl"
+        queries.write_text('{"id": "q1", "task": "Add a login endpoint", "relevant": {"security.md": 2}}\n')
+        argv = ["eval", "--queries", str(queries)]
+    assert main([*argv, "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"ruledex: error: {bad} [{section}]: checksum mismatch") and "Traceback" not in err
+    assert main(["query", "Add a login endpoint", "--index", str(bad), "--layer", "9-Nowhere"]) == 1  # not "usage"
+    assert f"{bad} [{section}]: checksum mismatch" in capsys.readouterr().err
+
+
 def test_a_missing_index_or_a_folder_gets_a_hint_that_fits(
     tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
