@@ -110,6 +110,11 @@ def _as_flags(message: str) -> str:
     return f"{QUERY_FLAGS[field]}{sep}{rest}" if field in QUERY_FLAGS else message
 
 
+def _task_text(value: str) -> str:
+    """The task as given, or read from stdin for ``-`` (an issue body piped in: no quoting, no argv limit)."""
+    return sys.stdin.buffer.read().decode("utf-8", errors="replace") if value == "-" else value
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
     from .options import clamp_notes
@@ -139,7 +144,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     paths = layered_paths(args.index) if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
-        result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
+        result = query_indexes(indexes, _task_text(args.task), args.mode, options, llm=_llm(args))
     except ValueError as exc:
         raise ValueError(_as_flags(str(exc))) from None
     finally:
@@ -161,6 +166,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from .paths import edited_files
     from .query import read_task
 
+    args.text = _task_text(args.text)
     if not args.text.strip():
         raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
@@ -483,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
         "markdown block with citations. --json prints the query_directives tool output.",
         epilog='Example: ruledex query "Add a login button to the header" --max-items 5',
     )
-    p.add_argument("task", help="the task, in the words you would give the assistant")
+    p.add_argument("task", help="the task, in the words you would give the assistant; - reads it from stdin")
     p.add_argument(
         "--index",
         action="append",
@@ -634,7 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run context detection only. Uses the index's learnt tables when one is found.",
         epilog='Example: ruledex detect "Fix the flaky checkout test" --mode debug --json',
     )
-    p.add_argument("text", help="task text")
+    p.add_argument("text", help="task text; - reads it from stdin")
     _add_index(p)
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode")
     p.add_argument(

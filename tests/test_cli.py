@@ -268,3 +268,24 @@ def test_query_errors_name_the_flags_typed(
     assert err.startswith(f"ruledex: error: {message}") and "options." not in err
     assert main(["query", " ", "--index", str(bundled_index)]) == 2
     assert capsys.readouterr().err.startswith("ruledex: error: TASK: must be a non-empty string")
+
+
+def test_a_task_of_dash_is_read_from_stdin(
+    bundled_index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gh issue view 12 | ruledex query -`: "-" was taken as the task itself and matched nothing."""
+    import io
+    import sys
+
+    def stdin(text: str) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+    stdin("Add user registration API endpoint\n\nIt must rate-limit signups.\n")
+    code, out, _ = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 0 and "security#input-validation-1" in out and "no specific match" not in out
+    stdin("Fix the flaky checkout test")
+    code, out, _ = run(["detect", "-", "--index", str(bundled_index), "--json"], capsys)
+    assert code == 0 and json.loads(out)["detectedLayer"] == "5-Tests"
+    stdin("  \n")
+    code, _, err = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 2 and "TASK: must be a non-empty string" in err
