@@ -580,3 +580,17 @@ def test_build_and_check_skip_what_export_wrote_beside_the_sources(tmp_path: Pat
     assert again.directives == first.directives and again.generated == 1 + first.rules
     assert again.sha256 == first.sha256
     assert not [f for f in check(source) if "AGENTS.md" in f.path or f.path.startswith("sub/")]
+
+
+def test_export_task_and_max_items_are_checked_like_querys(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty --task exported the whole index; --max-items 0 or -3 passed silently as 3."""
+    base = ["export", "--format", "agents-md", "--out", str(tmp_path / "out"), "--index", str(bundled_index)]
+    code, _, err = run([*base, "--task", "  "], capsys)
+    assert code == 2 and "--task: must be a non-empty task; leave --task out to export the whole index" in err
+    with pytest.raises(SystemExit) as caught:
+        main([*base, "--task", "Add a login endpoint", "--max-items", "0"])
+    assert caught.value.code == 2 and "--max-items: must be at least 1, got 0" in capsys.readouterr().err
+    code, _, err = run([*base, "--task", "Add a login endpoint", "--max-items", "40"], capsys)
+    assert code == 0 and "ruledex: note: options.maxItems 40 is outside 3-12: used 12" in err
