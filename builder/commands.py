@@ -206,9 +206,18 @@ def run_import(args: argparse.Namespace) -> int:
                 f"{f.source} -> {Path(args.out) / f.target} ({f.directives} directives, "
                 f"{f.inferred_severity} with inferred severity)"
             )
-        print(f"Imported {len(result.files)} file(s) into {args.out}; review them, then run `ruledex build {args.out}`")
+        if result.files:
+            print(
+                f"Imported {len(result.files)} file(s) into {args.out}; review them, then run `ruledex build {args.out}`"
+            )
     for line in [*result.warnings, *result.skipped]:
         print(f"  {line}", file=sys.stderr)
+    if not result.files:  # asked to import and nothing was: a failure, not "review them"
+        why = "every rule file was skipped (above)" if result.skipped else "it holds no rule files"
+        raise ConfigError(
+            f"{args.source_dir}: nothing imported: {why}; pass a folder or file of Cursor, AGENTS.md, CLAUDE.md, "
+            "Copilot, Cline, Windsurf or plain markdown rules (docs/formats.md)"
+        )
     return 0
 
 

@@ -594,3 +594,15 @@ def test_export_task_and_max_items_are_checked_like_querys(
     assert caught.value.code == 2 and "--max-items: must be at least 1, got 0" in capsys.readouterr().err
     code, _, err = run([*base, "--task", "Add a login endpoint", "--max-items", "40"], capsys)
     assert code == 0 and "ruledex: note: options.maxItems 40 is outside 3-12: used 12" in err
+
+
+def test_importing_nothing_is_a_failure_that_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed "Imported 0 file(s) ...; review them, then run `ruledex build`" and exited 0."""
+    source = write_rules(tmp_path / "src", {"notes.txt": "Lunch is at noon.\n"})
+    code, out, err = run(["import", str(source / "notes.txt"), "--out", str(tmp_path / "out")], capsys)
+    assert code == 1 and out == "" and "notes.txt:1: directives: none found" in err
+    assert f"{source / 'notes.txt'}: nothing imported: every rule file was skipped (above)" in err
+    (tmp_path / "none").mkdir()
+    code, out, err = run(["import", str(tmp_path / "none"), "--out", str(tmp_path / "out"), "--json"], capsys)
+    assert code == 1 and json.loads(out)["files"] == [] and "nothing imported: it holds no rule files" in err
+    assert not (tmp_path / "out").exists()
