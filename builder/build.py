@@ -396,6 +396,8 @@ def build(
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     check_name(name)
+    if out is not None:
+        fmt.check_index_output(Path(out))  # before the work, and before it could overwrite a rule file
     if ref is not None or repo is not None:
         sources, source, changes = tree_sources(Path(repo or "."), ref or "HEAD", subpath)
         where = f"{ref or 'HEAD'}:{source.path or '/'} ({source.commit[:12]})"

@@ -165,6 +165,29 @@ def output_folder(path: Path | str) -> Path:
     return path
 
 
+def check_index_output(path: Path) -> None:
+    """Refuse, before a build starts, an output path where writing an index would destroy something else.
+
+    A folder, or an existing file that is not an index (``--out rules/api.md`` by a slip), is an
+    error; an index there (or an empty file) is replaced, as every rebuild does.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; pass the path of a file to write")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write here ({exc.strerror or exc}); choose another path") from None
+    if head and head != MAGIC:
+        raise ConfigError(
+            f"{path}: exists and is not a ruledex index, which the build would overwrite; remove it or choose "
+            f"another --out (e.g. dist/rules{SUFFIX})"
+        )
+
+
 def refuse_folders(paths: list[Path]) -> None:
     """Refuse, before writing any of several files, when a folder stands where one of them goes.
 

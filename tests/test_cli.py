@@ -289,3 +289,18 @@ def test_a_task_of_dash_is_read_from_stdin(
     stdin("  \n")
     code, _, err = run(["query", "-", "--index", str(bundled_index)], capsys)
     assert code == 2 and "TASK: must be a non-empty string" in err
+
+
+def test_build_never_overwrites_a_file_that_is_not_an_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--out rules/api.md` by a slip replaced a rule file with 8 MB of index; an index is still replaced."""
+    rules = write_rules(tmp_path / "rules", {"api.md": rule_doc("## S\n\n- [MUST] Use UTC timestamps everywhere.")})
+    before = (rules / "api.md").read_bytes()
+    code, out, err = run(["build", str(rules), "--out", str(rules / "api.md"), "-q"], capsys)
+    assert code == 1 and out == "" and (rules / "api.md").read_bytes() == before
+    assert f"{rules / 'api.md'}: exists and is not a ruledex index, which the build would overwrite" in err
+    assert not (rules / "api.md.sha256").exists()
+    code, _, err = run(["build", str(rules), "--out", str(rules), "-q"], capsys)
+    assert code == 1 and "is a folder; pass the path of a file to write" in err
+    index = tmp_path / "x.ruledex"
+    assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0
+    assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0  # a rebuild replaces it
