@@ -290,6 +290,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         queries = with_files(queries, Path(args.files))
     if args.half:  # lines 1, 3, 5 ... are "odd": the weights were chosen on the even lines
         queries = queries[1::2] if args.half == "odd" else queries[0::2]
+        if not queries:
+            raise ConfigError(f"{args.queries}: --half {args.half} leaves none of its 1 task; leave --half out")
     with _open(args) as index:
         report = evaluate(index, queries, k=args.k, rules_dir=Path(args.rules) if args.rules else None)
     if args.json:

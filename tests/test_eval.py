@@ -122,6 +122,10 @@ def test_eval_cli(bundled_index: Path, capsys: pytest.CaptureFixture[str], tmp_p
     with pytest.raises(SystemExit) as bad:
         main(["eval", "--queries", str(few), "--index", str(bundled_index), "--k", "0"])
     assert bad.value.code == 2 and "--k: must be at least 1" in capsys.readouterr().err
+    one = tmp_path / "one.jsonl"
+    one.write_text(QUERIES.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    assert main(["eval", "--queries", str(one), "--index", str(bundled_index), "--half", "odd"]) == 1  # not 0/0
+    assert f"{one}: --half odd leaves none of its 1 task; leave --half out" in capsys.readouterr().err
 
 
 def test_floor_over_the_source_files_as_written(
