@@ -172,8 +172,9 @@ def check_index_output(path: Path) -> None:
     error; an index there (or an empty file) is replaced, as every rebuild does.
     """
     path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder; pass the path of a file to write")
+    for target in (path, sidecar_path(path)):  # the sidecar is written second: a folder there would fail halfway
+        if target.is_dir():
+            raise ConfigError(f"{target}: is a folder; pass the path of a file to write")
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(MAGIC))
@@ -529,7 +530,12 @@ def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     side = sidecar_path(path)
     sidecar = "absent"
     if check_sidecar and side.exists():
-        expected = side.read_text(encoding="utf-8").split()[0] if side.read_text(encoding="utf-8").strip() else ""
+        try:
+            words = side.read_text(encoding="utf-8").split()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
+        expected = words[0] if words else ""
         if expected != sha:
             raise _fail(
                 path,

@@ -232,3 +232,23 @@ def test_a_missing_index_or_a_folder_gets_a_hint_that_fits(
     shutil.copy(bundled_index, tmp_path / "dist.ruledex")
     assert main(["verify", str(tmp_path)]) == 1
     assert f"pass the .ruledex file inside it, e.g. {tmp_path / 'dist.ruledex'}" in capsys.readouterr().err
+
+
+def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder or a non-UTF-8 file at <index>.sha256: verify crashed, or said only "'utf-8' codec ..." (exit 2)."""
+    folder_side = tmp_path / "a.ruledex"
+    shutil.copy(bundled_index, folder_side)
+    fmt.sidecar_path(folder_side).mkdir()
+    assert main(["verify", str(folder_side)]) == 1
+    assert f"{folder_side}: its sidecar a.ruledex.sha256 cannot be read" in capsys.readouterr().err
+    before = folder_side.read_bytes()
+    assert main(["build", str(RULES), "--out", str(folder_side), "-q", "--name", "other"]) == 1  # not half-written
+    assert "a.ruledex.sha256: is a folder" in capsys.readouterr().err and folder_side.read_bytes() == before
+    binary_side = tmp_path / "b.ruledex"
+    shutil.copy(bundled_index, binary_side)
+    fmt.sidecar_path(binary_side).write_bytes(b"\xff\xfe")
+    assert main(["verify", str(binary_side), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] is False and "its sidecar b.ruledex.sha256 cannot be read (not UTF-8 text)" in err
