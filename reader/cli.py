@@ -118,7 +118,7 @@ def _task_text(value: str) -> str:
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
     from .options import clamp_notes
-    from .query import query_indexes
+    from .query import MAX_TASK_CHARS, query_indexes
 
     options: dict[str, Any] = {
         "maxItems": args.max_items,
@@ -139,12 +139,18 @@ def cmd_query(args: argparse.Namespace) -> int:
         options["files"] = args.files
     for note in clamp_notes(options):
         print(f"ruledex: note: {note}", file=sys.stderr)
+    task = _task_text(args.task)
+    if len(task) > MAX_TASK_CHARS:  # the answer's diagnostics say so too, but the block alone would not
+        print(
+            f"ruledex: note: the task has {len(task)} characters; only the first {MAX_TASK_CHARS} are read",
+            file=sys.stderr,
+        )
     from .index import Index
 
     paths = layered_paths(args.index) if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
-        result = query_indexes(indexes, _task_text(args.task), args.mode, options, llm=_llm(args))
+        result = query_indexes(indexes, task, args.mode, options, llm=_llm(args))
     except ValueError as exc:
         raise ValueError(_as_flags(str(exc))) from None
     finally:

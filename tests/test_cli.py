@@ -289,6 +289,9 @@ def test_a_task_of_dash_is_read_from_stdin(
     stdin("  \n")
     code, _, err = run(["query", "-", "--index", str(bundled_index)], capsys)
     assert code == 2 and "TASK: must be a non-empty string" in err
+    stdin("Add user registration API endpoint. " * 400)  # an issue body: more than a query reads
+    code, out, err = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 0 and "ruledex: note: the task has 14400 characters; only the first 8000 are read" in err
 
 
 def test_build_never_overwrites_a_file_that_is_not_an_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
