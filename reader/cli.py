@@ -769,10 +769,11 @@ def _damaged_index(args: argparse.Namespace) -> RuledexError | None:
     """After an unexpected failure: the error of a damaged section in an index the command read, if any.
 
     A one-shot command checks an index's structure but not every byte (that would cost more than
-    the query), so a corrupt value inside a section fails somewhere in numpy; the section
-    checksums then name the section, as ``ruledex verify`` would.
+    the query), so a corrupt value inside a section, or a manifest value of the wrong type, fails
+    somewhere in numpy or in a conversion; ``ruledex verify``'s checks (the section checksums, then
+    the ``.sha256`` sidecar) then say which file changed and where.
     """
-    from .format import check_sections
+    from .format import verify
 
     values: list[str | None] = []
     for name in ("index", "file", "old", "new"):
@@ -786,7 +787,7 @@ def _damaged_index(args: argparse.Namespace) -> RuledexError | None:
         if not path.is_file():
             continue
         try:
-            check_sections(path)
+            verify(path)
         except RuledexError as exc:
             return exc
     return None

@@ -252,3 +252,19 @@ def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
     assert main(["verify", str(binary_side), "--json"]) == 1
     out, err = capsys.readouterr()
     assert json.loads(out)["ok"] is False and "its sidecar b.ruledex.sha256 cannot be read (not UTF-8 text)" in err
+
+
+def test_a_manifest_value_of_the_wrong_type_is_named_by_the_sidecar_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest has no checksum of its own; the .sha256 beside the file says it changed."""
+    data = bytearray(bundled_index.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    manifest = json.loads(data[24 : 24 + length])
+    manifest["model"]["dim"] = {}
+    bad = tmp_path / "edited.ruledex"
+    bad.write_bytes(bytes(relayout(data, length, json.dumps(manifest, sort_keys=True).encode())))
+    shutil.copy(fmt.sidecar_path(bundled_index), fmt.sidecar_path(bad))
+    assert main(["query", "Add a login endpoint", "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: sha256 " in err and "the file changed after it was built" in err and "Traceback" not in err
