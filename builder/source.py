@@ -177,14 +177,19 @@ def read_source(root: Path, path: Path) -> SourceFile:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        kind = path_format(rel) or "markdown"
-        fmt = RULEDEX if kind == "markdown" else kind
         if path.is_symlink() and not path.exists():
-            why = f"is a broken link (to {os.readlink(path)}); fix the link or remove it"
-        else:
-            why = f"cannot be read ({exc.strerror or exc}); check its permissions"
-        return SourceFile(rel, "", fmt, why)
+            return unread_source(rel, f"is a broken link (to {os.readlink(path)}); fix the link or remove it")
+        return unread_source(rel, f"cannot be read ({exc.strerror or exc}); check its permissions")
     return source_from_bytes(rel, data)
+
+
+def unread_source(rel: str, problem: str) -> SourceFile:
+    """A rule file that could not be opened: a ruledex document's error, a foreign file's skip.
+
+    Unread, a ``*.md`` may be a ruledex document, so it counts as one.
+    """
+    kind = path_format(rel) or "markdown"
+    return SourceFile(rel, "", RULEDEX if kind == "markdown" else kind, problem)
 
 
 def source_from_bytes(rel: str, data: bytes) -> SourceFile:
