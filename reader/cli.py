@@ -43,7 +43,7 @@ def find_index(explicit: str | None) -> Path:
     is downloaded once into the user cache, and the pinned sha256 is checked on every call.
     """
     if explicit:
-        return Path(explicit)
+        return _local_index(explicit)
     from .pin import find_pinned_index
 
     pinned = find_pinned_index(Path.cwd())
@@ -60,12 +60,22 @@ def find_index(explicit: str | None) -> Path:
     return newest
 
 
+def _local_index(value: str) -> Path:
+    """An index path as given; a URL is a usage error saying how a release asset is used (by a pin)."""
+    if value.startswith(("https://", "http://")):
+        raise ValueError(
+            f"{value}: an index is read from a local file; to use a release asset, pin it (`ruledex pin {value}` "
+            "downloads it once and checks its sha256), then leave the index out of the command"
+        )
+    return Path(value)
+
+
 def layered_paths(values: list[str]) -> list[Path]:
     """The files of a repeated ``--index``; one file given twice (by any path) is a usage error.
 
     The same index twice would answer every directive twice; it is never what was meant.
     """
-    paths = [Path(v) for v in values]
+    paths = [_local_index(v) for v in values]
     first: dict[Path, Path] = {}
     for path in paths:
         same = first.setdefault(path.resolve(), path)

@@ -307,3 +307,11 @@ def test_build_never_overwrites_a_file_that_is_not_an_index(tmp_path: Path, caps
     index = tmp_path / "x.ruledex"
     assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0
     assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0  # a rebuild replaces it
+
+
+def test_an_index_url_says_to_pin_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """It was read as a path, "https:/example.com/r.ruledex: no such index file"."""
+    url = "https://example.com/releases/r.ruledex"
+    for argv in (["query", "Add an endpoint", "--index", url], ["info", url], ["list", "--index", url]):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and f"{url}: an index is read from a local file; to use a release asset, pin it" in err
