@@ -126,8 +126,8 @@ def load_queries(path: Path) -> list[LabeledQuery]:
 def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
     """The queries with the edited files of a JSONL file of ``{"id", "files": [path, ...]}`` lines.
 
-    Every query must have a line, so a partial file cannot pass for the whole set; errors name the
-    file, line and id.
+    Every query must have a line, so a partial file cannot pass for the whole set, and every line a
+    query, so another set's file cannot pass for this one; errors name the file, line and id.
     """
     files: dict[str, tuple[str, ...]] = {}
     for number, line in enumerate(_read(path).splitlines(), start=1):
@@ -145,6 +145,13 @@ def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
         raise ConfigError(
             f"{path}: no files line for {len(missing)} queries, e.g. {', '.join(missing[:3])}; a task asked "
             f'without files needs one too: {{"id": "{missing[0]}", "files": []}}'
+        )
+    asked = {q.id for q in queries}
+    extra = [i for i in files if i not in asked]
+    if extra:  # ids like q001 recur across sets: a stray one says this file belongs to another set
+        raise ConfigError(
+            f"{path}: files lines for {len(extra)} id(s) that are no task of the query set, e.g. "
+            f"{', '.join(extra[:3])}; pass the files file written for these queries"
         )
     return [replace(q, files=files[q.id]) for q in queries]
 
