@@ -11,7 +11,9 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -752,6 +754,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # a kill (a cancelled CI job) unwinds like Ctrl-C, so a file being written leaves no temp file
+    # behind; the server keeps its own shutdown, and a caller's handler is put back afterwards
+    own = args.command != "serve" and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if own else None
+    try:
+        return _run(args)
+    finally:
+        if own:  # None: the handler was not set from Python (then it was the default)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command, translating its errors into a message and an exit code."""
     try:
         return int(args.run(args))
     except RuledexError as exc:
@@ -773,6 +788,11 @@ def main(argv: list[str] | None = None) -> int:
             raise  # a bug in ruledex: the traceback is what a report needs
         print(f"ruledex: error: {damaged}", file=sys.stderr)
         return EXIT_FAIL
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    """SIGTERM: exit 128 + 15 through the usual unwinding (``finally`` blocks, the atomic writer's cleanup)."""
+    raise SystemExit(128 + signum)
 
 
 def _damaged_index(args: argparse.Namespace) -> RuledexError | None:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -315,3 +316,28 @@ def test_an_index_url_says_to_pin_it(capsys: pytest.CaptureFixture[str]) -> None
     for argv in (["query", "Add an endpoint", "--index", url], ["info", url], ["list", "--index", url]):
         code, _, err = run(argv, capsys)
         assert code == 2 and f"{url}: an index is read from a local file; to use a release asset, pin it" in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no SIGTERM to catch: os.kill terminates at once")
+def test_a_build_killed_while_writing_leaves_the_old_index_and_no_temp_file(
+    tmp_path: Path, bundled_index: Path
+) -> None:
+    """SIGTERM (a cancelled CI job) killed the process mid-write and left an 8 MB hidden temp file."""
+    import subprocess
+
+    out = tmp_path / "rules.ruledex"
+    shutil.copy(bundled_index, out)
+    before = out.read_bytes()
+    script = (
+        "import os, signal, sys\n"
+        "from ruledex.reader.cli import main\n"
+        "real = os.fsync\n"
+        "def fsync(fd):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"  # delivered while the temp file is open
+        "    real(fd)\n"
+        "os.fsync = fsync\n"
+        f"sys.exit(main(['build', {str(RULES)!r}, '--out', {str(out)!r}, '--name', 'other', '-q']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.ruledex"] and out.read_bytes() == before
