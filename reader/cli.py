@@ -16,7 +16,7 @@ import sys
 import threading
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import ConfigError, RuledexError
 from .options import EVAL_K, RANGES, QueryOptions
@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser)
     add_commands(sub)
 
     p = sub.add_parser(
@@ -739,6 +739,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_pin)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: a missing task after ``--files`` says why it is missing."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with the message; ``--files PATH...`` takes every word after it, the task too."""
+        if message.endswith(("required: task", "required: text")) and any(
+            a.option_strings == ["--files"] for a in self._actions
+        ):
+            message += " (if it came after --files, --files took it as a path: put the task before --files)"
+        super().error(message)
 
 
 def _version() -> str:

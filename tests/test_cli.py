@@ -341,3 +341,15 @@ def test_a_build_killed_while_writing_leaves_the_old_index_and_no_temp_file(
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 143, done.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.ruledex"] and out.read_bytes() == before
+
+
+def test_a_task_swallowed_by_files_says_where_it_went(capsys: pytest.CaptureFixture[str]) -> None:
+    """`query --files a.py "task"`: --files took the task as a path, and the error said only "required: task"."""
+    for argv in (["query", "--files", "src/a.py", "Add a login endpoint"], ["detect", "--files", "a.py", "Fix it"]):
+        with pytest.raises(SystemExit) as caught:
+            main(argv)
+        err = capsys.readouterr().err
+        assert caught.value.code == 2 and "--files took it as a path: put the task before --files" in err
+    with pytest.raises(SystemExit):
+        main(["eval"])
+    assert "--files took" not in capsys.readouterr().err
