@@ -323,6 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     """``ruledex check``: lint a rules folder (and, with --examples, test its example tasks)."""
     from ruledex.builder.commands import _require_build_deps
 
+    if args.index and not args.examples:  # the linter alone reads no index: a flag that did nothing
+        raise ValueError("--index: only --examples reads an index; add --examples, or leave --index out")
     _require_build_deps()
     from ruledex.builder.check import check
 

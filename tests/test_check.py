@@ -284,3 +284,9 @@ def test_a_file_that_is_not_utf8_is_a_finding_in_the_format_asked_for(
     ]
     assert main(["check", "rules"]) == 1
     assert capsys.readouterr().out.startswith("rules/latin.md:15:1: error: file: is not UTF-8")
+
+
+def test_an_index_without_examples_is_a_usage_error(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check rules/ --index x.ruledex` linted and ignored the index: the examples were never run."""
+    assert main(["check", str(RULES), "--index", str(bundled_index)]) == 2
+    assert "--index: only --examples reads an index; add --examples" in capsys.readouterr().err
