@@ -396,6 +396,8 @@ def build(
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     check_name(name)
+    if out is not None:
+        fmt.check_index_output(Path(out))  # before the work, and before it could overwrite a rule file
     if ref is not None or repo is not None:
         sources, source, changes = tree_sources(Path(repo or "."), ref or "HEAD", subpath)
         where = f"{ref or 'HEAD'}:{source.path or '/'} ({source.commit[:12]})"
@@ -403,10 +405,7 @@ def build(
     else:
         rules_dir = rules_folder(rules_dir)
         folder = rules_dir.as_posix()  # ... or as the user would open them, after the folder they gave
-        try:
-            sources = read_sources(rules_dir)
-        except RuleError as exc:
-            raise replace(exc, path=shown_path(folder, exc.path)) from None
+        sources = read_sources(rules_dir)
         source = git_info(rules_dir)
         changes = working_tree_changes(rules_dir, [s.path for s in sources])
         where = str(rules_dir)

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ruledex.reader.cli import Once
+from ruledex.reader.cli import Once, _positive_int
 from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 
 BUILD_EXTRA = "pip install 'ruledex[build]'  (from a source checkout: pip install -e '.[build]')"
@@ -96,9 +96,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", required=True, choices=["agents-md", "cursor", "copilot"], help="output format")
     p.add_argument("--out", required=True, help="folder to write into (e.g. the repository root)")
-    p.add_argument("--index", action=Once, help="index file (default: the newest *.ruledex in ./dist)")
+    p.add_argument(
+        "--index",
+        action=Once,
+        help="index file (default: the pin in ruledex.toml or pyproject.toml, else the newest in ./dist)",
+    )
     p.add_argument("--task", help="export only the directives selected for this task")
-    p.add_argument("--max-items", type=int, default=8, help="with --task: directives to select, 3-12 (default: 8)")
+    p.add_argument(
+        "--max-items",
+        type=_positive_int,
+        default=8,
+        help="with --task: directives to select, clamped to 3-12 (default: 8)",
+    )
     p.add_argument(
         "--max-bytes", type=int, default=32768, help="budget for all files written together (default: 32768)"
     )
@@ -197,9 +206,18 @@ def run_import(args: argparse.Namespace) -> int:
                 f"{f.source} -> {Path(args.out) / f.target} ({f.directives} directives, "
                 f"{f.inferred_severity} with inferred severity)"
             )
-        print(f"Imported {len(result.files)} file(s) into {args.out}; review them, then run `ruledex build {args.out}`")
+        if result.files:
+            print(
+                f"Imported {len(result.files)} file(s) into {args.out}; review them, then run `ruledex build {args.out}`"
+            )
     for line in [*result.warnings, *result.skipped]:
         print(f"  {line}", file=sys.stderr)
+    if not result.files:  # asked to import and nothing was: a failure, not "review them"
+        why = "every rule file was skipped (above)" if result.skipped else "it holds no rule files"
+        raise ConfigError(
+            f"{args.source_dir}: nothing imported: {why}; pass a folder or file of Cursor, AGENTS.md, CLAUDE.md, "
+            "Copilot, Cline, Windsurf or plain markdown rules (docs/formats.md)"
+        )
     return 0
 
 
@@ -208,8 +226,13 @@ def run_export(args: argparse.Namespace) -> int:
     from ruledex.reader.cli import find_index
     from ruledex.reader.export import export_index, write_export
     from ruledex.reader.index import Index
+    from ruledex.reader.options import clamp_notes
 
+    if args.task is not None and not args.task.strip():
+        raise ValueError("--task: must be a non-empty task; leave --task out to export the whole index")
     options = {"maxItems": args.max_items}
+    for note in clamp_notes(options) if args.task else []:
+        print(f"ruledex: note: {note}", file=sys.stderr)
     with Index(find_index(args.index)) as index:
         result = export_index(index, args.format, args.max_bytes, task=args.task, options=options)
     written = write_export(result, Path(args.out), force=args.force)

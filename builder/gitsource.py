@@ -9,6 +9,7 @@ detected, so a moved file keeps its history).
 from __future__ import annotations
 
 import datetime as dt
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pygit2
 
 from ruledex.reader.errors import ConfigError
 
-from .source import SourceFile, SourceInfo, _clean_url, path_format, source_from_bytes
+from .source import SourceFile, SourceInfo, _clean_url, path_format, source_from_bytes, unread_source
 
 DEFAULT_SUBDIR = "rules"
 HISTORY_LIMIT = 10_000
@@ -83,7 +84,7 @@ def rules_subdir(repo_path: Path, ref: str, subdir: str | None = None) -> str:
     return _subtree(resolve_commit(repo, ref), subdir)[1]
 
 
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[tuple[str, pygit2.Blob]]:
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[tuple[str, pygit2.Object]]:
     out = []
     for entry in tree:
         rel = f"{prefix}{entry.name}"
@@ -95,8 +96,37 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> list[
                 continue
             out.extend(_walk(repo, repo[entry.id], f"{rel}/"))
         elif entry.type_str == "blob" and path_format(rel):
-            out.append((rel, repo[entry.id]))
+            out.append((rel, entry))
     return out
+
+
+_MAX_LINKS = 8
+
+
+def _tree_source(repo: pygit2.Repository, root: pygit2.Tree, rel: str, path: str, entry: pygit2.Object) -> SourceFile:
+    """The rule file at ``path`` of a commit, following a symbolic link inside the commit as the working tree would.
+
+    A link's blob holds its target's path; read as the rule, it gave a file with no directives, so
+    the build of a tag quietly lacked a rule that the working-tree build had.
+    """
+    for _ in range(_MAX_LINKS):
+        blob = repo[entry.id]
+        if entry.filemode != pygit2.enums.FileMode.LINK:
+            return source_from_bytes(rel, blob.data)
+        target = blob.data.decode("utf-8", errors="replace")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            return unread_source(
+                rel, f"is a link to {target}, outside the repository; a build from a ref reads only the commit's files"
+            )
+        try:
+            entry = root[resolved]
+        except KeyError:
+            return unread_source(rel, f"is a broken link (to {target}) in this commit; fix the link or remove it")
+        if entry.type_str != "blob":
+            return unread_source(rel, f"is a link to the folder {target}; link a file, or remove the link")
+        path = resolved
+    return unread_source(rel, f"is a link in a chain of more than {_MAX_LINKS} links; link the file itself")
 
 
 def _tag_for(repo: pygit2.Repository, commit: pygit2.Commit) -> str:
@@ -117,7 +147,7 @@ def tree_sources(
     commit = resolve_commit(repo, ref)
     tree, sub = _subtree(commit, subdir)
     blobs = sorted(_walk(repo, tree), key=lambda pair: pair[0])
-    sources = [source_from_bytes(rel, blob.data) for rel, blob in blobs]
+    sources = [_tree_source(repo, commit.tree, rel, f"{sub}/{rel}" if sub else rel, entry) for rel, entry in blobs]
     remote = next((r.url for r in repo.remotes if r.name == "origin"), None)
     info = SourceInfo(
         repository=_clean_url(remote) if remote else "",

@@ -144,7 +144,8 @@ def rule_files(root: Path) -> list[Path]:
         )
         for name in filenames:
             path = Path(folder) / name
-            if path_format(path.relative_to(root).as_posix()) and path.is_file():
+            # a broken link is kept, so that reading it reports it instead of dropping a rule unseen
+            if path_format(path.relative_to(root).as_posix()) and (path.is_file() or not path.exists()):
                 found.append(path)
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
@@ -167,8 +168,28 @@ def looks_like_ruledex(text: str) -> bool:
 
 
 def read_source(root: Path, path: Path) -> SourceFile:
-    """Read one rule file; a problem is recorded on the result, never raised."""
-    return source_from_bytes(path.relative_to(root).as_posix(), path.read_bytes())
+    """Read one rule file; a problem is recorded on the result, never raised.
+
+    A file that cannot be opened (no permission, a broken link) is a problem too. Unread, a
+    ``*.md`` may be a ruledex document, so it counts as one: an error, never a rule dropped unseen.
+    """
+    rel = path.relative_to(root).as_posix()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        if path.is_symlink() and not path.exists():
+            return unread_source(rel, f"is a broken link (to {os.readlink(path)}); fix the link or remove it")
+        return unread_source(rel, f"cannot be read ({exc.strerror or exc}); check its permissions")
+    return source_from_bytes(rel, data)
+
+
+def unread_source(rel: str, problem: str) -> SourceFile:
+    """A rule file that could not be opened: a ruledex document's error, a foreign file's skip.
+
+    Unread, a ``*.md`` may be a ruledex document, so it counts as one.
+    """
+    kind = path_format(rel) or "markdown"
+    return SourceFile(rel, "", RULEDEX if kind == "markdown" else kind, problem)
 
 
 def source_from_bytes(rel: str, data: bytes) -> SourceFile:
@@ -218,18 +239,11 @@ def rules_folder(rules_dir: Path | str | None) -> Path:
 def read_sources(root: Path) -> list[SourceFile]:
     """Read every rule file under ``root`` as UTF-8 text, in sorted path order.
 
-    A ruledex document that cannot be read raises :class:`RuleError` (as it always has); a
-    foreign file that cannot be read comes back with ``problem`` set, for a warning and a skip.
+    A file that cannot be read comes back with ``problem`` set, never raised: the build makes it
+    an error for a ruledex document (with every other error) and a warning for a foreign file,
+    ``check`` a finding in the format asked for, and ``import`` a skip.
     """
-    from ruledex.reader.errors import RuleError
-
-    out = []
-    for path in rule_files(root):
-        source = read_source(root, path)
-        if source.problem and source.format == RULEDEX:
-            raise RuleError(source.path, source.line, "file", source.problem)
-        out.append(source)
-    return out
+    return [read_source(root, path) for path in rule_files(root)]
 
 
 def _clean_url(url: str) -> str:

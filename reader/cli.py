@@ -11,10 +11,12 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import ConfigError, RuledexError
 from .options import EVAL_K, RANGES, QueryOptions
@@ -43,7 +45,7 @@ def find_index(explicit: str | None) -> Path:
     is downloaded once into the user cache, and the pinned sha256 is checked on every call.
     """
     if explicit:
-        return Path(explicit)
+        return _local_index(explicit)
     from .pin import find_pinned_index
 
     pinned = find_pinned_index(Path.cwd())
@@ -60,12 +62,22 @@ def find_index(explicit: str | None) -> Path:
     return newest
 
 
+def _local_index(value: str) -> Path:
+    """An index path as given; a URL is a usage error saying how a release asset is used (by a pin)."""
+    if value.startswith(("https://", "http://")):
+        raise ValueError(
+            f"{value}: an index is read from a local file; to use a release asset, pin it (`ruledex pin {value}` "
+            "downloads it once and checks its sha256), then leave the index out of the command"
+        )
+    return Path(value)
+
+
 def layered_paths(values: list[str]) -> list[Path]:
     """The files of a repeated ``--index``; one file given twice (by any path) is a usage error.
 
     The same index twice would answer every directive twice; it is never what was meant.
     """
-    paths = [Path(v) for v in values]
+    paths = [_local_index(v) for v in values]
     first: dict[Path, Path] = {}
     for path in paths:
         same = first.setdefault(path.resolve(), path)
@@ -110,10 +122,15 @@ def _as_flags(message: str) -> str:
     return f"{QUERY_FLAGS[field]}{sep}{rest}" if field in QUERY_FLAGS else message
 
 
+def _task_text(value: str) -> str:
+    """The task as given, or read from stdin for ``-`` (an issue body piped in: no quoting, no argv limit)."""
+    return sys.stdin.buffer.read().decode("utf-8", errors="replace") if value == "-" else value
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     """``ruledex query``."""
     from .options import clamp_notes
-    from .query import query_indexes
+    from .query import MAX_TASK_CHARS, query_indexes
 
     options: dict[str, Any] = {
         "maxItems": args.max_items,
@@ -134,12 +151,18 @@ def cmd_query(args: argparse.Namespace) -> int:
         options["files"] = args.files
     for note in clamp_notes(options):
         print(f"ruledex: note: {note}", file=sys.stderr)
+    task = _task_text(args.task)
+    if len(task) > MAX_TASK_CHARS:  # the answer's diagnostics say so too, but the block alone would not
+        print(
+            f"ruledex: note: the task has {len(task)} characters; only the first {MAX_TASK_CHARS} are read",
+            file=sys.stderr,
+        )
     from .index import Index
 
     paths = layered_paths(args.index) if args.index else [find_index(None)]
     indexes = [Index(p) for p in paths]
     try:
-        result = query_indexes(indexes, args.task, args.mode, options, llm=_llm(args))
+        result = query_indexes(indexes, task, args.mode, options, llm=_llm(args))
     except ValueError as exc:
         raise ValueError(_as_flags(str(exc))) from None
     finally:
@@ -161,6 +184,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from .paths import edited_files
     from .query import read_task
 
+    args.text = _task_text(args.text)
     if not args.text.strip():
         raise ValueError("text: must be a non-empty task description")
     llm = _llm(args)
@@ -284,6 +308,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         queries = with_files(queries, Path(args.files))
     if args.half:  # lines 1, 3, 5 ... are "odd": the weights were chosen on the even lines
         queries = queries[1::2] if args.half == "odd" else queries[0::2]
+        if not queries:
+            raise ConfigError(f"{args.queries}: --half {args.half} leaves none of its 1 task; leave --half out")
     with _open(args) as index:
         report = evaluate(index, queries, k=args.k, rules_dir=Path(args.rules) if args.rules else None)
     if args.json:
@@ -297,6 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     """``ruledex check``: lint a rules folder (and, with --examples, test its example tasks)."""
     from ruledex.builder.commands import _require_build_deps
 
+    if args.index and not args.examples:  # the linter alone reads no index: a flag that did nothing
+        raise ValueError("--index: only --examples reads an index; add --examples, or leave --index out")
     _require_build_deps()
     from ruledex.builder.check import check
 
@@ -350,6 +378,14 @@ def _diff_side(value: str, repo: str | None, workdir: Path) -> Path:
 
     _require_build_deps()
     from ruledex.builder.build import build
+    from ruledex.builder.gitsource import open_repository, resolve_commit
+
+    try:  # say both readings: a mistyped file name is as likely a slip as a mistyped ref
+        resolve_commit(open_repository(Path(repo or ".")), value)
+    except ConfigError as exc:
+        if Path(value).is_dir():
+            raise ConfigError(f"{value}: is a folder; diff takes two index files or two git refs") from None
+        raise ConfigError(f"{value}: no such index file, and not a git ref either ({exc})") from None
 
     out = workdir / f"{len(list(workdir.iterdir()))}.ruledex"
     return build(None, out, repo=Path(repo or "."), ref=value).path
@@ -408,9 +444,11 @@ def _add_llm(p: argparse.ArgumentParser) -> None:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     """``ruledex pin``: verify an index (downloading a URL into the cache) and record it in ruledex.toml."""
-    from .pin import default_config, pin_source, write_pin
+    from .pin import CONFIG_NAME, default_config, pin_source, write_pin
 
     config = Path(args.config) if args.config else default_config(Path.cwd())
+    if config.is_dir():  # before a download, not after it
+        raise ConfigError(f"{config}: is a folder; --config takes the file to write, e.g. {config / CONFIG_NAME}")
     pin = pin_source(args.source, config)
     write_pin(config, pin)
     label = f" ({pin.name})" if pin.name else ""
@@ -462,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser)
     add_commands(sub)
 
     p = sub.add_parser(
@@ -473,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
         "markdown block with citations. --json prints the query_directives tool output.",
         epilog='Example: ruledex query "Add a login button to the header" --max-items 5',
     )
-    p.add_argument("task", help="the task, in the words you would give the assistant")
+    p.add_argument("task", help="the task, in the words you would give the assistant; - reads it from stdin")
     p.add_argument(
         "--index",
         action="append",
@@ -624,7 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run context detection only. Uses the index's learnt tables when one is found.",
         epilog='Example: ruledex detect "Fix the flaky checkout test" --mode debug --json',
     )
-    p.add_argument("text", help="task text")
+    p.add_argument("text", help="task text; - reads it from stdin")
     _add_index(p)
     p.add_argument("--mode", choices=["architect", "code", "debug"], help="assistant mode")
     p.add_argument(
@@ -705,6 +743,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: a missing task after ``--files`` says why it is missing."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with the message; ``--files PATH...`` takes every word after it, the task too."""
+        if message.endswith(("required: task", "required: text")) and any(
+            a.option_strings == ["--files"] for a in self._actions
+        ):
+            message += " (if it came after --files, --files took it as a path: put the task before --files)"
+        super().error(message)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -718,20 +768,73 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # a kill (a cancelled CI job) unwinds like Ctrl-C, so a file being written leaves no temp file
+    # behind; the server keeps its own shutdown, and a caller's handler is put back afterwards
+    own = args.command != "serve" and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if own else None
+    try:
+        return _run(args)
+    finally:
+        if own:  # None: the handler was not set from Python (then it was the default)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command, translating its errors into a message and an exit code."""
     try:
         return int(args.run(args))
     except RuledexError as exc:
         print(f"ruledex: error: {exc}", file=sys.stderr)
         return EXIT_FAIL
     except ValueError as exc:
-        print(f"ruledex: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        damaged = _damaged_index(args)
+        print(f"ruledex: error: {damaged or exc}", file=sys.stderr)
+        return EXIT_FAIL if damaged else EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `| head`): stop quietly, as other CLI tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAIL
+    except Exception:
+        damaged = _damaged_index(args)
+        if damaged is None:
+            raise  # a bug in ruledex: the traceback is what a report needs
+        print(f"ruledex: error: {damaged}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    """SIGTERM: exit 128 + 15 through the usual unwinding (``finally`` blocks, the atomic writer's cleanup)."""
+    raise SystemExit(128 + signum)
+
+
+def _damaged_index(args: argparse.Namespace) -> RuledexError | None:
+    """After an unexpected failure: the error of a damaged section in an index the command read, if any.
+
+    A one-shot command checks an index's structure but not every byte (that would cost more than
+    the query), so a corrupt value inside a section, or a manifest value of the wrong type, fails
+    somewhere in numpy or in a conversion; ``ruledex verify``'s checks (the section checksums, then
+    the ``.sha256`` sidecar) then say which file changed and where.
+    """
+    from .format import verify
+
+    values: list[str | None] = []
+    for name in ("index", "file", "old", "new"):
+        value = getattr(args, name, None)
+        values.extend(value if isinstance(value, list) else [value])
+    paths = [Path(v) for v in values if v]
+    if not paths and hasattr(args, "index"):  # the command read the pinned index or the newest in ./dist
+        with contextlib.suppress(RuledexError):
+            paths = [find_index(None)]
+    for path in paths:
+        if not path.is_file():
+            continue
+        try:
+            verify(path)
+        except RuledexError as exc:
+            return exc
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

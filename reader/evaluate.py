@@ -28,6 +28,7 @@ from .query import query_directives
 from .rank import RankWeights
 from .records import blob_id
 from .text import count_tokens, keywords
+from .vocab import TASK_LAYERS, TOPICS
 
 
 def cutoffs(k: int = EVAL_K) -> list[int]:
@@ -70,6 +71,39 @@ def _read(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read it ({reason}); pass a JSONL file") from None
 
 
+def _labeled(raw: Any) -> LabeledQuery:
+    """One query line's fields, checked: a ``ValueError`` names the field and what it must be.
+
+    A layer or topic outside the vocabulary, or an empty task, would not fail: it would quietly
+    score every system as wrong on that task, so a typo would pass for a ranking result.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+    missing = [key for key in ("id", "task", "relevant") if key not in raw]
+    if missing:
+        raise ValueError(f'missing "{missing[0]}"')
+    if not isinstance(raw["task"], str) or not raw["task"].strip():
+        raise ValueError(f"task: must be the task's text, got {raw['task']!r}")
+    if not isinstance(raw["relevant"], dict) or not raw["relevant"]:
+        raise ValueError(f"relevant: must be an object of rule paths and grades, got {raw['relevant']!r}")
+    try:
+        relevant = {str(k): int(v) for k, v in raw["relevant"].items()}
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"relevant: grades must be whole numbers (2 must be picked, 1 useful), got {raw['relevant']!r}"
+        ) from None
+    layer = raw.get("layer")
+    if layer is not None and layer not in TASK_LAYERS:
+        raise ValueError(f"layer: unknown layer {layer!r}; use one of {', '.join(TASK_LAYERS)}, or leave it out")
+    topics = raw.get("topics", [])
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise ValueError(f"topics: expected a list of topic names, got {topics!r}")
+    unknown = [t for t in topics if t not in TOPICS]
+    if unknown:
+        raise ValueError(f"topics: unknown topic {unknown[0]!r}; use names from {', '.join(TOPICS)}")
+    return LabeledQuery(str(raw["id"]), raw["task"], relevant, layer, tuple(topics), _paths(raw.get("files", [])))
+
+
 def load_queries(path: Path) -> list[LabeledQuery]:
     """Read a JSONL query set; errors name the file, line and field."""
     out = []
@@ -77,21 +111,12 @@ def load_queries(path: Path) -> list[LabeledQuery]:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-            relevant = {str(k): int(v) for k, v in raw["relevant"].items()}
-            out.append(
-                LabeledQuery(
-                    str(raw["id"]),
-                    str(raw["task"]),
-                    relevant,
-                    raw.get("layer"),
-                    tuple(raw.get("topics", ())),
-                    _paths(raw.get("files", [])),
-                )
-            )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.append(_labeled(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not JSON ({exc}); write one JSON object per line") from None
+        except (TypeError, ValueError) as exc:
             raise ConfigError(
-                f'{path}:{number}: not a query line ({type(exc).__name__}: {exc}); expected {{"id", "task", "relevant": {{path: grade}}}}'
+                f'{path}:{number}: {exc}; a line is {{"id", "task", "relevant": {{path: grade}}, "layer", "topics"}}'
             ) from None
     if not out:
         raise ConfigError(f"{path}: no queries")
@@ -101,8 +126,8 @@ def load_queries(path: Path) -> list[LabeledQuery]:
 def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
     """The queries with the edited files of a JSONL file of ``{"id", "files": [path, ...]}`` lines.
 
-    Every query must have a line, so a partial file cannot pass for the whole set; errors name the
-    file, line and id.
+    Every query must have a line, so a partial file cannot pass for the whole set, and every line a
+    query, so another set's file cannot pass for this one; errors name the file, line and id.
     """
     files: dict[str, tuple[str, ...]] = {}
     for number, line in enumerate(_read(path).splitlines(), start=1):
@@ -120,6 +145,13 @@ def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
         raise ConfigError(
             f"{path}: no files line for {len(missing)} queries, e.g. {', '.join(missing[:3])}; a task asked "
             f'without files needs one too: {{"id": "{missing[0]}", "files": []}}'
+        )
+    asked = {q.id for q in queries}
+    extra = [i for i in files if i not in asked]
+    if extra:  # ids like q001 recur across sets: a stray one says this file belongs to another set
+        raise ConfigError(
+            f"{path}: files lines for {len(extra)} id(s) that are no task of the query set, e.g. "
+            f"{', '.join(extra[:3])}; pass the files file written for these queries"
         )
     return [replace(q, files=files[q.id]) for q in queries]
 

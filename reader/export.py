@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .format import output_folder, write_bytes_atomic
+from .format import output_folder, refuse_folders, write_bytes_atomic
 from .index import Index
 from .records import DirectiveRecord, RuleRecord
 from .vocab import CORE_MARKER, SEVERITIES
@@ -414,6 +414,7 @@ def write_export(result: ExportResult, out_dir: Path, *, force: bool = False) ->
     """Write the files atomically; refuse to replace files ruledex did not write, unless ``force``."""
     out_dir = output_folder(out_dir)
     targets = [(out_dir / f.path, f) for f in result.files]
+    refuse_folders([path for path, _ in targets])
     foreign = [
         str(path)
         for path, _ in targets

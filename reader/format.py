@@ -165,6 +165,40 @@ def output_folder(path: Path | str) -> Path:
     return path
 
 
+def check_index_output(path: Path) -> None:
+    """Refuse, before a build starts, an output path where writing an index would destroy something else.
+
+    A folder, or an existing file that is not an index (``--out rules/api.md`` by a slip), is an
+    error; an index there (or an empty file) is replaced, as every rebuild does.
+    """
+    path = Path(path)
+    for target in (path, sidecar_path(path)):  # the sidecar is written second: a folder there would fail halfway
+        if target.is_dir():
+            raise ConfigError(f"{target}: is a folder; pass the path of a file to write")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write here ({exc.strerror or exc}); choose another path") from None
+    if head and head != MAGIC:
+        raise ConfigError(
+            f"{path}: exists and is not a ruledex index, which the build would overwrite; remove it or choose "
+            f"another --out (e.g. dist/rules{SUFFIX})"
+        )
+
+
+def refuse_folders(paths: list[Path]) -> None:
+    """Refuse, before writing any of several files, when a folder stands where one of them goes.
+
+    ``write_bytes_atomic`` would refuse that one file, but only after the files before it were written.
+    """
+    folders = [str(p) for p in paths if Path(p).is_dir()]
+    if folders:
+        raise ConfigError(f"{', '.join(folders)}: is a folder where a file goes; nothing was written. Move it away")
+
+
 def write_bytes_atomic(path: Path, chunks: list[bytes] | bytes) -> None:
     """Write a file so that readers see the old file or the whole new one, never a part."""
     path = Path(path)
@@ -496,7 +530,12 @@ def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     side = sidecar_path(path)
     sidecar = "absent"
     if check_sidecar and side.exists():
-        expected = side.read_text(encoding="utf-8").split()[0] if side.read_text(encoding="utf-8").strip() else ""
+        try:
+            words = side.read_text(encoding="utf-8").split()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
+        expected = words[0] if words else ""
         if expected != sha:
             raise _fail(
                 path,

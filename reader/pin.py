@@ -75,9 +75,21 @@ def _is_url(source: str) -> bool:
 # --- finding and reading the config -------------------------------------------------------------
 
 
+def _read_config(config: Path) -> str:
+    """A config file's text; a :class:`ConfigError` naming it when it is a folder, unreadable or not UTF-8."""
+    try:
+        return config.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ConfigError(f"{config}: is a folder; name the config file, e.g. {config / CONFIG_NAME}") from None
+    except OSError as exc:
+        raise ConfigError(f"{config}: cannot read the pin config ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{config}: is not UTF-8 (byte {exc.start}); re-save it as UTF-8") from None
+
+
 def _pyproject_has_table(path: Path) -> bool:
     """Whether a pyproject.toml declares ``[tool.ruledex]`` (parsed only when it mentions ruledex)."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_config(path)
     if "ruledex" not in text:  # most pyprojects on the way up: no TOML parse, no error from a broken one
         return False
     tool = _parse(path, text).get("tool", {})
@@ -127,11 +139,7 @@ def read_pin(config: Path) -> Pin:
             lowercase hex digits, or a source that is neither a path nor an allowed URL.
     """
     config = Path(config)
-    try:
-        text = config.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{config}: cannot read the pin config ({exc.strerror})") from None
-    data = _parse(config, text)
+    data = _parse(config, _read_config(config))
     where = _table_name(config)
     if config.name == PYPROJECT:
         tool = data.get("tool", {})
@@ -223,7 +231,7 @@ def write_pin(config: Path, pin: Pin) -> None:
             f"or pin into a ruledex.toml instead: `ruledex pin {pin.source} --config {config.with_name(CONFIG_NAME)}`"
         )
     if config.exists():
-        data = _parse(config, config.read_text(encoding="utf-8"))
+        data = _parse(config, _read_config(config))
         extra = sorted(set(data) - {"index"})
         index = data.get("index", {})
         extra += [f"index.{key}" for key in sorted(set(index) - set(_KEYS))] if isinstance(index, dict) else []

@@ -3,6 +3,7 @@ markdown) become rules, sections and directives, with inferred severity and kept
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from ruledex.builder.ids import VALID_ID
 from ruledex.builder.infer import chunk, directive_layers, infer_severity, is_instruction, split_sentences
 from ruledex.builder.parse import ParsedDocument
 from ruledex.builder.source import MAX_FOREIGN_BYTES, path_format, read_sources
-from ruledex.reader.errors import RuleError, RuleErrors
+from ruledex.reader.errors import RuleErrors
 from ruledex.reader.globs import expand_braces, glob_match, globs_match, matching_rules
 from ruledex.reader.records import RuleRecord
 
@@ -310,8 +311,36 @@ def test_unreadable_ruledex_document_is_still_an_error(tmp_path: Path) -> None:
     root = tmp_path / "rules"
     root.mkdir()
     (root / "own.md").write_bytes(rule_doc("## S\n\n- [MUST] Évitez.").encode("latin-1"))
-    with pytest.raises(RuleError, match=r"own\.md:\d+: file: is not UTF-8"):
-        read_sources(root)
+    with pytest.raises(RuleErrors, match=r"own\.md:\d+: file: is not UTF-8"):
+        parse_all(read_sources(root))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="making symbolic links needs privileges on Windows")
+def test_a_file_that_cannot_be_opened_is_an_error_not_a_traceback_or_a_silent_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken link or a file without read permission: an unread *.md may be a rule document."""
+    root = write_rules(tmp_path / "rules", {"ok.md": rule_doc("## S\n\n- [MUST] Use UTC timestamps everywhere.")})
+    (root / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    (root / "locked.md").write_text("x", encoding="utf-8")
+    (root / ".cursorrules").symlink_to(tmp_path / "nowhere")
+    real = Path.read_bytes
+
+    def read_bytes(path: Path) -> bytes:  # chmod 000 does not stop root, who runs some CI
+        if path.name == "locked.md":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    with pytest.raises(RuleErrors) as caught:
+        parse_all(read_sources(root))
+    assert [str(e) for e in caught.value.errors] == [
+        f"gone.md:1: file: is a broken link (to {tmp_path / 'nowhere.md'}); fix the link or remove it",
+        "locked.md:1: file: cannot be read (Permission denied); check its permissions",
+    ]
+    assert caught.value.warnings == [
+        f".cursorrules:1: file: is a broken link (to {tmp_path / 'nowhere'}); fix the link or remove it; file skipped"
+    ]
 
 
 def test_which_paths_are_rule_files() -> None:

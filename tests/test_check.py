@@ -268,3 +268,25 @@ def test_text_findings_of_a_ref_name_the_file_as_the_repository_holds_it(
         main(["check", "--repo", str(root), "--ref", "main", "--format", fmt])
         lines = capsys.readouterr().out.splitlines()
         assert lines and all(line.startswith(start) for line in lines), lines
+
+
+def test_a_file_that_is_not_utf8_is_a_finding_in_the_format_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a bare error line that drops the folder and leaves --format json's stdout empty."""
+    rules = write_rules(tmp_path / "rules", {"ok.md": rule_doc("## S\n\n- [MUST] Use UTC timestamps everywhere.")})
+    (rules / "latin.md").write_bytes(rule_doc("## S\n\n- [MUST] Évitez les globals.", id="latin").encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "rules", "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(f["path"], f["level"], f["message"]) for f in report["findings"] if f["level"] == "error"] == [
+        ("latin.md", "error", "file: is not UTF-8; re-save it as UTF-8")
+    ]
+    assert main(["check", "rules"]) == 1
+    assert capsys.readouterr().out.startswith("rules/latin.md:15:1: error: file: is not UTF-8")
+
+
+def test_an_index_without_examples_is_a_usage_error(bundled_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check rules/ --index x.ruledex` linted and ignored the index: the examples were never run."""
+    assert main(["check", str(RULES), "--index", str(bundled_index)]) == 2
+    assert "--index: only --examples reads an index; add --examples" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,87 @@ def test_serve_help_says_layered_indexes_answer_every_tool(capsys: pytest.Captur
         main(["serve", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "for query_directives" not in text and "every tool answers from all" in text
+
+
+def test_a_task_of_dash_is_read_from_stdin(
+    bundled_index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gh issue view 12 | ruledex query -`: "-" was taken as the task itself and matched nothing."""
+    import io
+    import sys
+
+    def stdin(text: str) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+    stdin("Add user registration API endpoint\n\nIt must rate-limit signups.\n")
+    code, out, _ = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 0 and "security#input-validation-1" in out and "no specific match" not in out
+    stdin("Fix the flaky checkout test")
+    code, out, _ = run(["detect", "-", "--index", str(bundled_index), "--json"], capsys)
+    assert code == 0 and json.loads(out)["detectedLayer"] == "5-Tests"
+    stdin("  \n")
+    code, _, err = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 2 and "TASK: must be a non-empty string" in err
+    stdin("Add user registration API endpoint. " * 400)  # an issue body: more than a query reads
+    code, out, err = run(["query", "-", "--index", str(bundled_index)], capsys)
+    assert code == 0 and "ruledex: note: the task has 14400 characters; only the first 8000 are read" in err
+
+
+def test_build_never_overwrites_a_file_that_is_not_an_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--out rules/api.md` by a slip replaced a rule file with 8 MB of index; an index is still replaced."""
+    rules = write_rules(tmp_path / "rules", {"api.md": rule_doc("## S\n\n- [MUST] Use UTC timestamps everywhere.")})
+    before = (rules / "api.md").read_bytes()
+    code, out, err = run(["build", str(rules), "--out", str(rules / "api.md"), "-q"], capsys)
+    assert code == 1 and out == "" and (rules / "api.md").read_bytes() == before
+    assert f"{rules / 'api.md'}: exists and is not a ruledex index, which the build would overwrite" in err
+    assert not (rules / "api.md.sha256").exists()
+    code, _, err = run(["build", str(rules), "--out", str(rules), "-q"], capsys)
+    assert code == 1 and "is a folder; pass the path of a file to write" in err
+    index = tmp_path / "x.ruledex"
+    assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0
+    assert run(["build", str(rules), "--out", str(index), "-q"], capsys)[0] == 0  # a rebuild replaces it
+
+
+def test_an_index_url_says_to_pin_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """It was read as a path, "https:/example.com/r.ruledex: no such index file"."""
+    url = "https://example.com/releases/r.ruledex"
+    for argv in (["query", "Add an endpoint", "--index", url], ["info", url], ["list", "--index", url]):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and f"{url}: an index is read from a local file; to use a release asset, pin it" in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no SIGTERM to catch: os.kill terminates at once")
+def test_a_build_killed_while_writing_leaves_the_old_index_and_no_temp_file(
+    tmp_path: Path, bundled_index: Path
+) -> None:
+    """SIGTERM (a cancelled CI job) killed the process mid-write and left an 8 MB hidden temp file."""
+    import subprocess
+
+    out = tmp_path / "rules.ruledex"
+    shutil.copy(bundled_index, out)
+    before = out.read_bytes()
+    script = (
+        "import os, signal, sys\n"
+        "from ruledex.reader.cli import main\n"
+        "real = os.fsync\n"
+        "def fsync(fd):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"  # delivered while the temp file is open
+        "    real(fd)\n"
+        "os.fsync = fsync\n"
+        f"sys.exit(main(['build', {str(RULES)!r}, '--out', {str(out)!r}, '--name', 'other', '-q']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.ruledex"] and out.read_bytes() == before
+
+
+def test_a_task_swallowed_by_files_says_where_it_went(capsys: pytest.CaptureFixture[str]) -> None:
+    """`query --files a.py "task"`: --files took the task as a path, and the error said only "required: task"."""
+    for argv in (["query", "--files", "src/a.py", "Add a login endpoint"], ["detect", "--files", "a.py", "Fix it"]):
+        with pytest.raises(SystemExit) as caught:
+            main(argv)
+        err = capsys.readouterr().err
+        assert caught.value.code == 2 and "--files took it as a path: put the task before --files" in err
+    with pytest.raises(SystemExit):
+        main(["eval"])
+    assert "--files took" not in capsys.readouterr().err

@@ -71,3 +71,18 @@ def test_a_rule_field_that_changes_answers_is_a_change(tmp_path: Path, capsys: p
     new = build(write_rules(tmp_path / "b" / "rules", {"api.md": body}), tmp_path / "b" / "x.ruledex").path
     assert main(["diff", str(old), str(new), "--exit-code"]) == 1
     assert "- `api`: examples changed" in capsys.readouterr().out
+
+
+def test_a_missing_file_or_a_folder_is_named_as_such_not_only_as_a_bad_git_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a repository, `diff old.ruledex new` used to answer only "not inside a git repository"."""
+    old = _index(tmp_path / "a", BEFORE)
+    (tmp_path / "folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", str(old), "renamed-index"]) == 1
+    err = capsys.readouterr().err
+    assert "renamed-index: no such index file, and not a git ref either (.: not inside a git repository" in err
+    assert main(["diff", str(old), "folder", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "folder: is a folder; diff takes two index files or two git refs" in err

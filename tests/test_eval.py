@@ -122,6 +122,10 @@ def test_eval_cli(bundled_index: Path, capsys: pytest.CaptureFixture[str], tmp_p
     with pytest.raises(SystemExit) as bad:
         main(["eval", "--queries", str(few), "--index", str(bundled_index), "--k", "0"])
     assert bad.value.code == 2 and "--k: must be at least 1" in capsys.readouterr().err
+    one = tmp_path / "one.jsonl"
+    one.write_text(QUERIES.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    assert main(["eval", "--queries", str(one), "--index", str(bundled_index), "--half", "odd"]) == 1  # not 0/0
+    assert f"{one}: --half odd leaves none of its 1 task; leave --half out" in capsys.readouterr().err
 
 
 def test_floor_over_the_source_files_as_written(
@@ -153,8 +157,33 @@ def test_floor_over_the_source_files_as_written(
 
 def test_bad_query_file_names_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "q1", "task": "x", "relevant": {"a.md": 2}}\n{"id": "q2"}\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"bad\.jsonl:2: not a query line"):
+    bad.write_text('{"id": "q1", "task": "x", "relevant": {"a.md": 2}}\n\n{"id": "q2"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r'bad\.jsonl:3: missing "task"; a line is \{"id", "task"'):
+        load_queries(bad)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ('"layer": "4-persistence"', r"layer: unknown layer '4-persistence'; use one of 1-Presentation"),
+        ('"layer": "*"', r"layer: unknown layer '\*'"),
+        ('"topics": ["db"]', r"topics: unknown topic 'db'; use names from security"),
+        ('"topics": "security"', r"topics: expected a list of topic names, got 'security'"),
+        ('"task": " "', r"task: must be the task's text, got ' '"),
+        ('"relevant": {"a.md": "high"}', r"relevant: grades must be whole numbers"),
+    ],
+)
+def test_a_label_no_system_could_match_is_an_error_naming_line_and_field(
+    tmp_path: Path, fields: str, expected: str
+) -> None:
+    """A typo in a label would not fail: it would score every system wrong on that task, unseen."""
+    bad = tmp_path / "bad.jsonl"
+    good = '{"id": "q1", "task": "Add an endpoint", "relevant": {"a.md": 2}, "layer": "2-Application"}'
+    bad.write_text(good + "\n" + good[:-1].replace('"layer": "2-Application"', fields) + "}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.jsonl:2: " + expected):
+        load_queries(bad)
+    bad.write_text(good + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.jsonl:2: not JSON \(.*\); write one JSON object per line"):
         load_queries(bad)
 
 

@@ -191,6 +191,31 @@ def test_a_section_damaged_after_open_names_the_file_not_a_traceback(
     assert "ruledex verify" in err
 
 
+@pytest.mark.parametrize(
+    ("section", "argv"), [("dir_rule", ["query", "Add a login endpoint"]), ("dir_severity", ["eval"])]
+)
+def test_a_number_damaged_inside_a_section_is_named_by_its_checksum_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, section: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad id inside a numeric section failed deep in numpy (IndexError); the checksums then name it."""
+    bad = tmp_path / "damaged.ruledex"
+    data = bytearray(bundled_index.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    entry = json.loads(data[24 : 24 + length])["sections"][section]
+    start = (24 + length + fmt.ALIGN - 1) // fmt.ALIGN * fmt.ALIGN + entry["offset"]
+    data[start : start + entry["nbytes"]] = b"\x7f" * entry["nbytes"]  # every value far out of range
+    bad.write_bytes(bytes(data))
+    if argv == ["eval"]:
+        queries = tmp_path / "q.jsonl"
+        queries.write_text('{"id": "q1", "task": "Add a login endpoint", "relevant": {"security.md": 2}}\n')
+        argv = ["eval", "--queries", str(queries)]
+    assert main([*argv, "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"ruledex: error: {bad} [{section}]: checksum mismatch") and "Traceback" not in err
+    assert main(["query", "Add a login endpoint", "--index", str(bad), "--layer", "9-Nowhere"]) == 1  # not "usage"
+    assert f"{bad} [{section}]: checksum mismatch" in capsys.readouterr().err
+
+
 def test_a_missing_index_or_a_folder_gets_a_hint_that_fits(
     tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,3 +232,39 @@ def test_a_missing_index_or_a_folder_gets_a_hint_that_fits(
     shutil.copy(bundled_index, tmp_path / "dist.ruledex")
     assert main(["verify", str(tmp_path)]) == 1
     assert f"pass the .ruledex file inside it, e.g. {tmp_path / 'dist.ruledex'}" in capsys.readouterr().err
+
+
+def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder or a non-UTF-8 file at <index>.sha256: verify crashed, or said only "'utf-8' codec ..." (exit 2)."""
+    folder_side = tmp_path / "a.ruledex"
+    shutil.copy(bundled_index, folder_side)
+    fmt.sidecar_path(folder_side).mkdir()
+    assert main(["verify", str(folder_side)]) == 1
+    assert f"{folder_side}: its sidecar a.ruledex.sha256 cannot be read" in capsys.readouterr().err
+    before = folder_side.read_bytes()
+    assert main(["build", str(RULES), "--out", str(folder_side), "-q", "--name", "other"]) == 1  # not half-written
+    assert "a.ruledex.sha256: is a folder" in capsys.readouterr().err and folder_side.read_bytes() == before
+    binary_side = tmp_path / "b.ruledex"
+    shutil.copy(bundled_index, binary_side)
+    fmt.sidecar_path(binary_side).write_bytes(b"\xff\xfe")
+    assert main(["verify", str(binary_side), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] is False and "its sidecar b.ruledex.sha256 cannot be read (not UTF-8 text)" in err
+
+
+def test_a_manifest_value_of_the_wrong_type_is_named_by_the_sidecar_not_a_traceback(
+    tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest has no checksum of its own; the .sha256 beside the file says it changed."""
+    data = bytearray(bundled_index.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    manifest = json.loads(data[24 : 24 + length])
+    manifest["model"]["dim"] = {}
+    bad = tmp_path / "edited.ruledex"
+    bad.write_bytes(bytes(relayout(data, length, json.dumps(manifest, sort_keys=True).encode())))
+    shutil.copy(fmt.sidecar_path(bundled_index), fmt.sidecar_path(bad))
+    assert main(["query", "Add a login endpoint", "--index", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: sha256 " in err and "the file changed after it was built" in err and "Traceback" not in err

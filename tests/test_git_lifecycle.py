@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pygit2
@@ -11,6 +12,7 @@ import pytest
 
 from ruledex.builder.build import build
 from ruledex.reader.cli import main
+from ruledex.reader.errors import RuleErrors
 from ruledex.reader.index import Index
 
 from .conftest import rule_doc, write_rules
@@ -240,3 +242,33 @@ def test_a_second_root_is_credited_only_with_what_it_holds(tmp_path: Path) -> No
     merge = repo.create_commit("HEAD", ALICE, ALICE, "db rules", repo.index.write_tree(), [first.id, side])
     found = last_changes(repo, repo[merge], {"rules/api.md": "api.md", "rules/db.md": "db.md"})
     assert found["api.md"].commit == str(first.id) and found["db.md"].commit == str(merge)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="making symbolic links needs privileges on Windows")
+def test_a_symbolic_link_in_a_commit_is_followed_inside_it(tmp_path: Path, rules_repo: tuple) -> None:
+    """A linked rule (rules/db.md -> ../shared/db.md, AGENTS.md -> CLAUDE.md) was read as its target's
+    path: no directives, one warning, and the tag's index quietly lacked the rule the working tree had."""
+    root, repo, _commits = rules_repo
+    (root / "shared").mkdir()
+    (root / "rules" / "db.md").rename(root / "shared" / "db.md")
+    (root / "rules" / "db.md").symlink_to(Path("..") / "shared" / "db.md")
+    (root / "rules" / "CLAUDE.md").write_text("- Always run the tests before pushing.\n", encoding="utf-8")
+    (root / "rules" / "AGENTS.md").symlink_to("CLAUDE.md")
+    _commit(repo, "share the db rule", ALICE)
+    from_tree = build(root / "rules", tmp_path / "w.ruledex")
+    from_ref = build(None, tmp_path / "r.ruledex", repo=root, ref="HEAD")
+    with Index(from_tree.path) as a, Index(from_ref.path) as b:
+        texts = [b.directive(i).text for i in range(b.n_directives)]
+        assert texts == [a.directive(i).text for i in range(a.n_directives)]
+    assert "Make every migration reversible." in texts and not from_ref.warnings
+    for name, target in [("out.md", "/etc/hosts"), ("gone.md", "nowhere.md"), ("dir.md", "../shared")]:
+        (root / "rules" / name).symlink_to(target)
+    _commit(repo, "bad links", ALICE)
+    with pytest.raises(RuleErrors) as caught:
+        build(None, tmp_path / "bad.ruledex", repo=root, ref="HEAD")
+    assert [str(e) for e in caught.value.errors] == [
+        "rules/dir.md:1: file: is a link to the folder ../shared; link a file, or remove the link",
+        "rules/gone.md:1: file: is a broken link (to nowhere.md) in this commit; fix the link or remove it",
+        "rules/out.md:1: file: is a link to /etc/hosts, outside the repository; a build from a ref reads only "
+        "the commit's files",
+    ]

@@ -112,6 +112,22 @@ def test_import_never_overwrites_without_force(tmp_path: Path, capsys: pytest.Ca
         import_rules(tmp_path / "missing", out)
 
 
+def test_a_folder_where_a_file_goes_writes_nothing_even_with_force(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """import wrote the files before the folder, then failed; export failed with a traceback."""
+    source = write_rules(tmp_path / "repo", {".cursorrules": "- Use strict mode.\n", "AGENTS.md": "- Run the tests.\n"})
+    out = tmp_path / "rules"
+    (out / "agents.md").mkdir(parents=True)
+    code, _, err = run(["import", str(source), "--out", str(out), "--force"], capsys)
+    assert code == 1 and f"{out / 'agents.md'}: is a folder where a file goes; nothing was written" in err
+    assert [p.name for p in out.iterdir()] == ["agents.md"]
+    (tmp_path / "web" / "AGENTS.md").mkdir(parents=True)
+    argv = ["export", "--format", "agents-md", "--out", str(tmp_path / "web"), "--index", str(bundled_index)]
+    code, _, err = run([*argv, "--force"], capsys)
+    assert code == 1 and "AGENTS.md: is a folder where a file goes; nothing was written" in err
+
+
 def test_import_of_one_file_reads_only_it_and_keeps_its_format(tmp_path: Path) -> None:
     """`ruledex import .github/copilot-instructions.md` converts that file, read as Copilot's, not the repository."""
     repo = write_rules(
@@ -564,3 +580,29 @@ def test_build_and_check_skip_what_export_wrote_beside_the_sources(tmp_path: Pat
     assert again.directives == first.directives and again.generated == 1 + first.rules
     assert again.sha256 == first.sha256
     assert not [f for f in check(source) if "AGENTS.md" in f.path or f.path.startswith("sub/")]
+
+
+def test_export_task_and_max_items_are_checked_like_querys(
+    bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty --task exported the whole index; --max-items 0 or -3 passed silently as 3."""
+    base = ["export", "--format", "agents-md", "--out", str(tmp_path / "out"), "--index", str(bundled_index)]
+    code, _, err = run([*base, "--task", "  "], capsys)
+    assert code == 2 and "--task: must be a non-empty task; leave --task out to export the whole index" in err
+    with pytest.raises(SystemExit) as caught:
+        main([*base, "--task", "Add a login endpoint", "--max-items", "0"])
+    assert caught.value.code == 2 and "--max-items: must be at least 1, got 0" in capsys.readouterr().err
+    code, _, err = run([*base, "--task", "Add a login endpoint", "--max-items", "40"], capsys)
+    assert code == 0 and "ruledex: note: options.maxItems 40 is outside 3-12: used 12" in err
+
+
+def test_importing_nothing_is_a_failure_that_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed "Imported 0 file(s) ...; review them, then run `ruledex build`" and exited 0."""
+    source = write_rules(tmp_path / "src", {"notes.txt": "Lunch is at noon.\n"})
+    code, out, err = run(["import", str(source / "notes.txt"), "--out", str(tmp_path / "out")], capsys)
+    assert code == 1 and out == "" and "notes.txt:1: directives: none found" in err
+    assert f"{source / 'notes.txt'}: nothing imported: every rule file was skipped (above)" in err
+    (tmp_path / "none").mkdir()
+    code, out, err = run(["import", str(tmp_path / "none"), "--out", str(tmp_path / "out"), "--json"], capsys)
+    assert code == 1 and json.loads(out)["files"] == [] and "nothing imported: it holds no rule files" in err
+    assert not (tmp_path / "out").exists()

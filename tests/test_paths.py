@@ -156,6 +156,13 @@ def test_eval_with_the_files_being_edited(index: Index, tmp_path: Path, capsys: 
     partial.write_text(json.dumps({"id": queries[0].id, "files": ["a.py"]}) + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"partial\.jsonl: no files line for \d+ queries.*\"files\": \[\]"):
         with_files(queries, partial)
+    other = tmp_path / "other.jsonl"  # another set's file: its ids (q001 ...) cover these and more
+    lines = [json.dumps({"id": q.id, "files": []}) for q in queries] + ['{"id": "q999", "files": []}']
+    other.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"other\.jsonl: files lines for 1 id\(s\) that are no task of the query set, e.g. q999"
+    ):
+        with_files(queries, other)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "q001", "files": "a.py"}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad\.jsonl:1: not a files line"):

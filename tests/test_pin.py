@@ -553,3 +553,21 @@ def test_cli_pin_into_pyproject_prints_the_lines_to_paste(
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["pin", str(bundled_index)], capsys)
     assert code == 1 and "[tool.ruledex.index]" in err and file_sha256(bundled_index) in err
+
+
+def test_a_config_that_is_a_folder_or_not_utf8_is_named_not_a_traceback(
+    bundled_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command reads the pin config walking up, so one bad byte there must say which file it is."""
+    (tmp_path / "folder").mkdir()
+    code, _, err = run_cli(["pin", str(bundled_index), "--config", str(tmp_path / "folder")], capsys)
+    assert code == 1 and f"{tmp_path / 'folder'}: is a folder; --config takes the file to write" in err
+    (tmp_path / "ruledex.toml").write_bytes(b'[index]\nsource = "r\xe9gles.ruledex"\n')
+    monkeypatch.chdir(tmp_path)
+    for argv in (["query", "Add a login endpoint"], ["pin", str(bundled_index)]):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 1 and f"{tmp_path / 'ruledex.toml'}: is not UTF-8 (byte 19); re-save it as UTF-8" in err
+    (tmp_path / "ruledex.toml").unlink()
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.ruledex.index]\nsource = "r\xe9gles.ruledex"\n')
+    code, _, err = run_cli(["query", "Add a login endpoint"], capsys)
+    assert code == 1 and f"{tmp_path / 'pyproject.toml'}: is not UTF-8" in err
