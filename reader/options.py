@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .vocab import LAYERS, SEVERITIES, TOPICS
+from .vocab import LAYERS, SEVERITIES, TOPICS, canonical
 
 RANGES: dict[str, tuple[int, int]] = {"maxItems": (3, 12), "tokenBudget": (100, 8000)}
 """Numeric options are clamped to these bounds (inclusive)."""
@@ -62,7 +62,7 @@ class QueryOptions:
                     raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
                 out[name] = clamp(name, value)
         if raw.get("severityFilter") is not None:
-            out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter", upper=True)
+            out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter")
         if raw.get("topicsBias") is not None:
             out["topicsBias"] = _names(raw["topicsBias"], TOPICS, "topicsBias")
         if raw.get("files") is not None:
@@ -97,16 +97,17 @@ def clamp_notes(raw: dict[str, Any] | None) -> list[str]:
     return notes
 
 
-def _names(value: Any, allowed: tuple[str, ...], field_name: str, *, upper: bool = False) -> tuple[str, ...]:
+def _names(value: Any, allowed: tuple[str, ...], field_name: str) -> tuple[str, ...]:
+    """Names from ``allowed``, spelled as it spells them (any case: a client may write "Security")."""
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         raise ValueError(f"options.{field_name}: must be a string or a list of strings from {', '.join(allowed)}")
     out = []
     for v in values:
-        v = v.strip().upper() if upper else v.strip()
-        if v not in allowed:
-            raise ValueError(f"options.{field_name}: unknown value {v!r}; allowed: {', '.join(allowed)}")
-        out.append(v)
+        name = canonical(v, allowed)
+        if name is None:
+            raise ValueError(f"options.{field_name}: unknown value {v.strip()!r}; allowed: {', '.join(allowed)}")
+        out.append(name)
     return tuple(out)
 
 

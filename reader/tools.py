@@ -19,7 +19,7 @@ from .paths import edited_files
 from .query import MAX_TASK_CHARS, SCOPE_BOOST, check_mode, first_copies, index_names, query_directives, read_task
 from .rank import ranking_for
 from .records import RuleRecord
-from .vocab import LAYERS, SCOPES, TOPICS, names_from_mask
+from .vocab import LAYERS, SCOPES, TOPICS, canonical, names_from_mask
 
 log = logging.getLogger("ruledex.server")
 T = TypeVar("T")
@@ -58,9 +58,10 @@ def _number(value: Any, name: str, low: float, high: float, *, integer: bool = F
 def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or value not in allowed:
+    known = canonical(value, allowed) if isinstance(value, str) else None
+    if known is None:
         raise ValueError(f"{name}: unknown value {value!r}; allowed: {', '.join(allowed)}")
-    return value
+    return known
 
 
 def _options(raw: Any, allowed: tuple[str, ...]) -> dict[str, Any]:

@@ -86,3 +86,12 @@ def topic_mask(topics: tuple[str, ...] | list[str]) -> int:
 def names_from_mask(mask: int, vocabulary: tuple[str, ...]) -> tuple[str, ...]:
     """Unpack a bit mask into the names it holds, in vocabulary order."""
     return tuple(name for i, name in enumerate(vocabulary) if mask >> i & 1)
+
+
+def canonical(value: str, vocabulary: tuple[str, ...]) -> str | None:
+    """``value`` as the vocabulary spells it, whatever its case and surrounding spaces; None if no name of it.
+
+    "security " -> "security", "must" -> "MUST", "4-persistence" -> "4-Persistence".
+    """
+    wanted = value.strip().casefold()
+    return next((name for name in vocabulary if name.casefold() == wanted), None)

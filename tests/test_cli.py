@@ -225,6 +225,18 @@ def test_query_options_out_of_range_say_so(bundled_index: Path, capsys: pytest.C
         QueryOptions.from_dict({"maxItems": 1e400})
 
 
+def test_option_names_are_read_in_any_case() -> None:
+    """A client writes "Security" or "4-persistence" as readily as "must": each means the vocabulary's name."""
+    from ruledex.reader.options import QueryOptions
+
+    got = QueryOptions.from_dict(
+        {"topicsBias": ["Security ", "API"], "layer": "4-persistence", "severityFilter": "must"}
+    )
+    assert (got.topicsBias, got.layer, got.severityFilter) == (("security", "api"), "4-Persistence", ("MUST",))
+    with pytest.raises(ValueError, match=r"options\.topicsBias: unknown value 'secure'"):
+        QueryOptions.from_dict({"topicsBias": "secure"})
+
+
 def test_verify_json_reports_a_failure_on_stdout_too(
     bundled_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -176,6 +176,8 @@ def test_search_knowledge(server: RuledexServer) -> None:
     assert len(one["results"]) == 1
     layer = call(server, "search_knowledge", {"query": "add an index", "category": "4-Persistence"}).structured_content
     assert layer["results"] and all({"4-Persistence", "*"} & set(r["layers"]) for r in layer["results"])
+    lower = call(server, "search_knowledge", {"query": "add an index", "category": "4-persistence"}).structured_content
+    assert lower == layer, "a layer name in another case is the same layer"
     none = call(server, "search_knowledge", {"query": "password hashing", "scope": "team"}).structured_content
     assert none == {"results": [], "totalMatches": 0}
     assert (
