@@ -37,18 +37,19 @@ _QUERY_DEFAULTS = QueryOptions()
 """The flags' defaults are the query options' own (reader/options.py)."""
 
 
-def find_index(explicit: str | None) -> Path:
+def find_index(explicit: str | None, *, download: bool = True) -> Path:
     """The index to open: ``--index``, else the project's pin, else the newest ``*.ruledex`` in ``./dist``.
 
     A pin (``ruledex.toml`` or ``[tool.ruledex]`` in pyproject.toml, found walking up from the
     current folder) comes before ``./dist`` because it is the project's declared choice; a URL pin
-    is downloaded once into the user cache, and the pinned sha256 is checked on every call.
+    is downloaded once into the user cache (``download=False``: the cache only), and the pinned
+    sha256 is checked on every call.
     """
     if explicit:
         return _local_index(explicit)
     from .pin import find_pinned_index
 
-    pinned = find_pinned_index(Path.cwd())
+    pinned = find_pinned_index(Path.cwd(), download=download)
     if pinned is not None:
         return pinned
     from .format import newest_index
@@ -824,9 +825,9 @@ def _damaged_index(args: argparse.Namespace) -> RuledexError | None:
         value = getattr(args, name, None)
         values.extend(value if isinstance(value, list) else [value])
     paths = [Path(v) for v in values if v]
-    if not paths and hasattr(args, "index"):  # the command read the pinned index or the newest in ./dist
+    if not paths and hasattr(args, "index"):  # the pinned index or the newest in ./dist; never a download here
         with contextlib.suppress(RuledexError):
-            paths = [find_index(None)]
+            paths = [find_index(None, download=False)]
     for path in paths:
         if not path.is_file():
             continue
