@@ -297,7 +297,7 @@ def search_knowledge(
     min_confidence = 0.0 if min_confidence is None else _number(min_confidence, "minConfidence", 0, 1)
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
-    topics = [t.strip().lower() for t in tags if t.strip().lower() in TOPICS]
+    topics = [name for t in tags if (name := canonical(t, TOPICS)) is not None]
     words = [t for t in tags if t.strip().lower() not in TOPICS]
     options = {"strictLayer": category is not None, "layer": category, "topicsBias": topics}
     answer = query_directives(index, " ".join([query, *words]), None, {**options, "maxItems": 12, "tokenBudget": 8000})
