@@ -170,8 +170,7 @@ def looks_like_ruledex(text: str) -> bool:
 def read_source(root: Path, path: Path) -> SourceFile:
     """Read one rule file; a problem is recorded on the result, never raised.
 
-    A file that cannot be opened (no permission, a broken link) is a problem too. Unread, a
-    ``*.md`` may be a ruledex document, so it counts as one: an error, never a rule dropped unseen.
+    A file that cannot be opened (no permission, a broken link) is a problem too (:func:`unread_source`).
     """
     rel = path.relative_to(root).as_posix()
     try:
