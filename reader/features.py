@@ -34,10 +34,16 @@ _SEVERITY_BOOSTS = np.array([SEVERITY_BOOST[name] for name in SEVERITIES], np.fl
 
 
 def in_rules(rules: np.ndarray, wanted: Collection[int]) -> np.ndarray:
-    """Per entry of ``rules``, whether it is one of ``wanted`` (usually none: then no isin at all)."""
-    if not wanted:
+    """Per entry of ``rules``, whether it is one of ``wanted`` (usually none: then nothing to look up).
+
+    A lookup table over rule ids, not ``np.isin``: isin costs ~50-90 µs a call at any size here (it
+    sorts or builds its own table), the table a few µs.
+    """
+    if not wanted or not len(rules):
         return np.zeros(len(rules), bool)
-    return np.isin(rules, sorted(wanted))
+    table = np.zeros(max(max(wanted), int(rules.max())) + 1, bool)
+    table[np.fromiter(wanted, np.int64, len(wanted))] = True
+    return table[rules]
 
 
 def topic_strengths(det: Detection, topics: tuple[str, ...], bias: tuple[str, ...] = ()) -> dict[str, float]:
