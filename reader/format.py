@@ -624,19 +624,31 @@ def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     path = Path(path)
     version = check_sections(path)
     sha = file_sha256(path)
-    side = sidecar_path(path)
-    sidecar = "absent"
-    if check_sidecar and side.exists():
-        try:
-            words = side.read_text(encoding="utf-8").split()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-            raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
-        expected = words[0] if words else ""
-        if expected != sha:
-            raise _fail(
-                path,
-                f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built",
-            )
-        sidecar = "ok"
+    sidecar = compare_sidecar(path, sha) if check_sidecar else "absent"
     return {"path": str(path), "sha256": sha, "sidecar": sidecar, "sections": len(SECTIONS), "format_version": version}
+
+
+def compare_sidecar(path: Path, sha: str | None = None) -> str:
+    """Compare an index with its ``.sha256`` sidecar: ``"ok"``, or ``"absent"`` (the file is then not hashed).
+
+    ``sha``: the file's sha256 if already known. Raises :class:`ArtifactError` when they differ or
+    the sidecar cannot be read.
+    """
+    path = Path(path)
+    side = sidecar_path(path)
+    if not side.exists():
+        return "absent"
+    try:
+        words = side.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
+    expected = words[0] if words else ""
+    sha = sha or file_sha256(path)
+    if expected != sha:
+        raise _fail(
+            path,
+            f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built: "
+            f"rebuild it (or download it again with its sidecar), or delete {side.name} if you changed the file on purpose",
+        )
+    return "ok"
