@@ -152,9 +152,30 @@ def search_nodes(graph: dict[str, list[dict[str, Any]]], query: Any) -> dict[str
     return subgraph(graph, names)
 
 
+NOT_FOUND_SHOWN = 20
+"""Most unknown names ``open_nodes`` echoes in ``notFound``; ``notFoundMore`` counts the rest."""
+NOT_FOUND_CHARS = 80
+"""Longest unknown name echoed whole; a longer one is cut to this length, ending in an ellipsis."""
+
+
+def echoed(name: str) -> str:
+    """A client's name as an answer may repeat it: at most :data:`NOT_FOUND_CHARS` characters."""
+    return name if len(name) <= NOT_FOUND_CHARS else name[: NOT_FOUND_CHARS - 1] + "…"
+
+
 def open_nodes(graph: dict[str, list[dict[str, Any]]], names: Any) -> dict[str, Any]:
-    """The entities with exactly these names; names that match nothing are listed in ``notFound``."""
+    """The entities with exactly these names; names that match nothing are listed in ``notFound``.
+
+    Each unknown name is listed once, cut to :data:`NOT_FOUND_CHARS` characters, and at most
+    :data:`NOT_FOUND_SHOWN` of them; ``notFoundMore`` counts the others. The answer echoed every
+    name whole, so a request of large made-up names came back as large.
+    """
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ValueError('names: must be a list of entity names, e.g. ["security", "security#input-validation-1"]')
     known = {e["name"] for e in graph["entities"]}
-    return {**subgraph(graph, set(names)), "notFound": [n for n in names if n not in known]}
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    return {
+        **subgraph(graph, set(names)),
+        "notFound": [echoed(n) for n in unknown[:NOT_FOUND_SHOWN]],
+        "notFoundMore": max(0, len(unknown) - NOT_FOUND_SHOWN),
+    }

@@ -152,7 +152,8 @@ DESCRIPTIONS = {
     ),
     "open_nodes": (
         "Open knowledge-graph entities by exact name (see search_nodes for the naming), with the relations "
-        "among them; names that match nothing are listed in notFound. " + _BY_PR
+        "among them; names that match nothing are listed in notFound (each once, cut to 80 characters, at most 20; "
+        "notFoundMore counts the rest). " + _BY_PR
     ),
 }
 
