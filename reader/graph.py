@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import clip
 from .index import Index
 from .tools import require_text
 from .vocab import LAYER_HINTS, LAYERS, TOPICS, names_from_mask
@@ -154,19 +155,12 @@ def search_nodes(graph: dict[str, list[dict[str, Any]]], query: Any) -> dict[str
 
 NOT_FOUND_SHOWN = 20
 """Most unknown names ``open_nodes`` echoes in ``notFound``; ``notFoundMore`` counts the rest."""
-NOT_FOUND_CHARS = 80
-"""Longest unknown name echoed whole; a longer one is cut to this length, ending in an ellipsis."""
-
-
-def echoed(name: str) -> str:
-    """A client's name as an answer may repeat it: at most :data:`NOT_FOUND_CHARS` characters."""
-    return name if len(name) <= NOT_FOUND_CHARS else name[: NOT_FOUND_CHARS - 1] + "…"
 
 
 def open_nodes(graph: dict[str, list[dict[str, Any]]], names: Any) -> dict[str, Any]:
     """The entities with exactly these names; names that match nothing are listed in ``notFound``.
 
-    Each unknown name is listed once, cut to :data:`NOT_FOUND_CHARS` characters, and at most
+    Each unknown name is listed once, cut to 80 characters (:func:`~.errors.clip`), and at most
     :data:`NOT_FOUND_SHOWN` of them; ``notFoundMore`` counts the others. The answer echoed every
     name whole, so a request of large made-up names came back as large.
     """
@@ -176,6 +170,6 @@ def open_nodes(graph: dict[str, list[dict[str, Any]]], names: Any) -> dict[str, 
     unknown = [n for n in dict.fromkeys(names) if n not in known]
     return {
         **subgraph(graph, set(names)),
-        "notFound": [echoed(n) for n in unknown[:NOT_FOUND_SHOWN]],
+        "notFound": [clip(n) for n in unknown[:NOT_FOUND_SHOWN]],
         "notFoundMore": max(0, len(unknown) - NOT_FOUND_SHOWN),
     }

@@ -245,6 +245,34 @@ def test_open_nodes_echoes_unknown_names_cut_short_and_capped(server: RuledexSer
     assert len(json.dumps(found)) < 5_000
 
 
+HUGE = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("query_directives", {"taskDescription": "Add an endpoint", "modeSlug": HUGE}, "modeSlug: unknown mode"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"maxItems": [HUGE]}}, "maxItems"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"strictLayer": HUGE}}, "strictLayer"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"topicsBias": [HUGE]}}, "topicsBias"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"layer": [HUGE]}}, "layer"),
+        (
+            "detect_context",
+            {"text": "Add an endpoint", "options": {"confidenceThreshold": HUGE}},
+            "confidenceThreshold",
+        ),
+        ("search_knowledge", {"query": "passwords", "scope": HUGE}, "scope: unknown value"),
+        ("search_knowledge", {"query": "passwords", "limit": [HUGE] * 3}, "limit: must be an integer"),
+    ],
+)
+def test_an_error_quotes_a_bad_value_cut_short(
+    server: RuledexServer, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    """Errors quoted the bad value whole: a 100 kB option came back as a 100 kB error message."""
+    text = error_text(call(server, tool, arguments))
+    assert field in text and "xxxx…" in text and len(text) < 600, text[:300]
+
+
 def test_resources_are_the_rule_documents(server: RuledexServer, index: Index) -> None:
     async def body(client: Client) -> tuple[Any, Any, Any]:
         listed = await client.list_resources()
