@@ -6,6 +6,20 @@ Every message names where the problem is and what to do about it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+ECHO_CHARS = 80
+"""The most of a client's value an answer repeats: an error names a bad value, it does not return it whole."""
+
+
+def clip(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` as an answer may repeat it: at most ``limit`` characters, a cut one ending in an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown(value: Any) -> str:
+    """A client's value as an error message quotes it: its ``repr``, clipped (:func:`clip`)."""
+    return clip(repr(value))
 
 
 class RuledexError(Exception):

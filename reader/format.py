@@ -25,7 +25,7 @@ later minor version added (:attr:`SectionSpec.since`): a file older than a secti
 major version is refused with a message that says which side to upgrade.
 
 Before any view is made the file is checked: length, magic, major version, manifest size and
-JSON, and for every section its dtype, shape, alignment, bounds, overlap and
+JSON, the JSON type of every manifest field the reader uses (:data:`MANIFEST_FIELDS`), and for every section its dtype, shape, alignment, bounds, overlap and
 ``nbytes == prod(shape) * itemsize``. ``verify`` additionally checks each section's CRC-32 and
 the ``<file>.sha256`` sidecar.
 """
@@ -400,9 +400,106 @@ def parse_header(path: Path, buffer: bytes | mmap.mmap) -> tuple[dict[str, Any],
             path,
             f"manifest format_version {manifest.get('format_version')} disagrees with header {major}.{minor}; rebuild it",
         )
+    _check_manifest_fields(path, manifest)
     data_start = _align(HEADER_SIZE + manifest_len)
     _check_sections(path, manifest["sections"], size - data_start, (major, minor))
     return manifest, data_start
+
+
+_TEXT = "a string"
+_FLAG = "true or false"
+_WHOLE = "an integer"
+_NUMBER = "a number"
+_TABLE = "an object"
+_NAMES = "a list of strings"
+MANIFEST_FIELDS: dict[str, tuple[str, bool]] = {
+    "name": (_TEXT, False),
+    "version": (_TEXT, False),
+    "build_time": (_TEXT, False),
+    "tool": (_TABLE, False),
+    "tool.version": (_TEXT, False),
+    "source": (_TABLE, False),
+    "source.repository": (_TEXT, False),
+    "source.commit": (_TEXT, False),
+    "source.ref": (_TEXT, False),
+    "source.path": (_TEXT, False),
+    "source.dirty": (_FLAG, False),
+    "model": (_TABLE, True),
+    "model.name": (_TEXT, False),
+    "model.hash": (_TEXT, False),
+    "model.vocab_size": (_WHOLE, False),
+    "model.dim": (_WHOLE, True),
+    "model.normalize": (_FLAG, True),
+    "model.max_length": (_WHOLE, False),
+    "model.median_token_length": (_WHOLE, True),
+    "model.unk_token_id": (_WHOLE, False),
+    "model.cosine_scale": (_NUMBER, False),
+    "model.cosine_shift": (_NUMBER, False),
+    "keywords": (_TABLE, True),
+    "keywords.k1": (_NUMBER, True),
+    "keywords.rule_k1": (_NUMBER, False),
+    "keywords.b": (_NUMBER, True),
+    "keywords.avgdl": (_NUMBER, True),
+    "keywords.terms": (_WHOLE, False),
+    "counts": (_TABLE, False),
+    "counts.rules": (_WHOLE, False),
+    "counts.sections": (_WHOLE, False),
+    "counts.directives": (_WHOLE, False),
+    "counts.when_to_apply": (_WHOLE, False),
+    "counts.examples": (_WHOLE, False),
+    "vocab": (_TABLE, False),
+    "vocab.layers": (_NAMES, False),
+    "vocab.topics": (_NAMES, False),
+    "vocab.severities": (_NAMES, False),
+}
+"""The manifest fields a reader uses: ``dotted.name -> (expected type, required)``. A field that is
+absent and not required is read as its default; ``null`` is read as absent (``build_time`` is null
+outside git)."""
+
+
+def _is(kind: str, value: Any) -> bool:
+    """Whether a JSON value is of one of :data:`MANIFEST_FIELDS`' kinds (true is not an integer)."""
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _FLAG:
+        return isinstance(value, bool)
+    if kind == _TABLE:
+        return isinstance(value, dict)
+    if kind == _NAMES:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    return whole or (kind == _NUMBER and isinstance(value, float))
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value's type as a reader would say it."""
+    for kind in (_FLAG, _WHOLE, _NUMBER, _TEXT, _TABLE):
+        if _is(kind, value):
+            return kind
+    return "null" if value is None else "a list"
+
+
+def _check_manifest_fields(path: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a manifest whose fields (:data:`MANIFEST_FIELDS`) are missing or of the wrong JSON type.
+
+    The manifest has no checksum of its own: without this, an edited value failed deep in a query
+    as a traceback (a ``.sha256`` sidecar, when present, also tells that the file changed).
+    """
+    for field, (kind, required) in MANIFEST_FIELDS.items():
+        parent, _, key = field.rpartition(".")
+        table = manifest.get(parent) if parent else manifest
+        if not isinstance(table, dict):
+            continue  # the parent was reported first (fields are listed parents first), or is absent
+        value = table.get(key)
+        if value is None and not required:
+            continue
+        if value is None or not _is(kind, value):
+            found = "missing" if key not in table else f"{_json_kind(value)} ({json.dumps(value)[:40]})"
+            raise _fail(
+                path,
+                f"manifest field {field!r} is {found} where {kind} is required; the manifest was edited or "
+                "damaged: rebuild the index with `ruledex build` (or download it again)",
+            )
 
 
 def _check_sections(path: Path, table: dict[str, Any], data_size: int, version: tuple[int, int]) -> None:
@@ -527,19 +624,31 @@ def verify(path: Path, *, check_sidecar: bool = True) -> dict[str, Any]:
     path = Path(path)
     version = check_sections(path)
     sha = file_sha256(path)
-    side = sidecar_path(path)
-    sidecar = "absent"
-    if check_sidecar and side.exists():
-        try:
-            words = side.read_text(encoding="utf-8").split()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-            raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
-        expected = words[0] if words else ""
-        if expected != sha:
-            raise _fail(
-                path,
-                f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built",
-            )
-        sidecar = "ok"
+    sidecar = compare_sidecar(path, sha) if check_sidecar else "absent"
     return {"path": str(path), "sha256": sha, "sidecar": sidecar, "sections": len(SECTIONS), "format_version": version}
+
+
+def compare_sidecar(path: Path, sha: str | None = None) -> str:
+    """Compare an index with its ``.sha256`` sidecar: ``"ok"``, or ``"absent"`` (the file is then not hashed).
+
+    ``sha``: the file's sha256 if already known. Raises :class:`ArtifactError` when they differ or
+    the sidecar cannot be read.
+    """
+    path = Path(path)
+    side = sidecar_path(path)
+    if not side.exists():
+        return "absent"
+    try:
+        words = side.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
+    expected = words[0] if words else ""
+    sha = sha or file_sha256(path)
+    if expected != sha:
+        raise _fail(
+            path,
+            f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built: "
+            f"rebuild it (or download it again with its sidecar), or delete {side.name} if you changed the file on purpose",
+        )
+    return "ok"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import clip
 from .index import Index
 from .tools import require_text
 from .vocab import LAYER_HINTS, LAYERS, TOPICS, names_from_mask
@@ -152,9 +153,23 @@ def search_nodes(graph: dict[str, list[dict[str, Any]]], query: Any) -> dict[str
     return subgraph(graph, names)
 
 
+NOT_FOUND_SHOWN = 20
+"""Most unknown names ``open_nodes`` echoes in ``notFound``; ``notFoundMore`` counts the rest."""
+
+
 def open_nodes(graph: dict[str, list[dict[str, Any]]], names: Any) -> dict[str, Any]:
-    """The entities with exactly these names; names that match nothing are listed in ``notFound``."""
+    """The entities with exactly these names; names that match nothing are listed in ``notFound``.
+
+    Each unknown name is listed once, cut to 80 characters (:func:`~.errors.clip`), and at most
+    :data:`NOT_FOUND_SHOWN` of them; ``notFoundMore`` counts the others. The answer echoed every
+    name whole, so a request of large made-up names came back as large.
+    """
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ValueError('names: must be a list of entity names, e.g. ["security", "security#input-validation-1"]')
     known = {e["name"] for e in graph["entities"]}
-    return {**subgraph(graph, set(names)), "notFound": [n for n in names if n not in known]}
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    return {
+        **subgraph(graph, set(names)),
+        "notFound": [clip(n) for n in unknown[:NOT_FOUND_SHOWN]],
+        "notFoundMore": max(0, len(unknown) - NOT_FOUND_SHOWN),
+    }

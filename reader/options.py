@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .errors import shown
 from .vocab import LAYERS, SEVERITIES, TOPICS, canonical
 
 RANGES: dict[str, tuple[int, int]] = {"maxItems": (3, 12), "tokenBudget": (100, 8000)}
@@ -48,7 +49,7 @@ class QueryOptions:
         for name in ("strictLayer", "includeBreadcrumbs", "includeDiagnostics", "includeRationale"):
             if name in raw and raw[name] is not None:
                 if not isinstance(raw[name], bool):
-                    raise ValueError(f"options.{name}: must be true or false, got {raw[name]!r}")
+                    raise ValueError(f"options.{name}: must be true or false, got {shown(raw[name])}")
                 out[name] = raw[name]
         for name, (low, high) in RANGES.items():
             if name in raw and raw[name] is not None:
@@ -59,7 +60,7 @@ class QueryOptions:
                     or not math.isfinite(value)
                     or value != int(value)
                 ):
-                    raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {value!r}")
+                    raise ValueError(f"options.{name}: must be an integer ({low}-{high}), got {shown(value)}")
                 out[name] = clamp(name, value)
         if raw.get("severityFilter") is not None:
             out["severityFilter"] = _names(raw["severityFilter"], SEVERITIES, "severityFilter")
@@ -70,7 +71,7 @@ class QueryOptions:
         if raw.get("layer") is not None:
             if not isinstance(raw["layer"], str):
                 raise ValueError(
-                    f"options.layer: must be one layer name from {', '.join(LAYERS)}, got {raw['layer']!r}"
+                    f"options.layer: must be one layer name from {', '.join(LAYERS)}, got {shown(raw['layer'])}"
                 )
             out["layer"] = _names(raw["layer"], LAYERS, "layer")[0]
         return cls(**out)
@@ -106,7 +107,7 @@ def _names(value: Any, allowed: tuple[str, ...], field_name: str) -> tuple[str, 
     for v in values:
         name = canonical(v, allowed)
         if name is None:
-            raise ValueError(f"options.{field_name}: unknown value {v.strip()!r}; allowed: {', '.join(allowed)}")
+            raise ValueError(f"options.{field_name}: unknown value {shown(v.strip())}; allowed: {', '.join(allowed)}")
         out.append(name)
     return tuple(out)
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .detect import DETECTION_WEIGHTS, MODES, Detection, DetectionWeights, detect, expand
+from .errors import shown
 from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
@@ -45,7 +46,7 @@ def check_mode(mode: str | None) -> str | None:
     if mode is None:
         return None
     if mode not in MODES:
-        raise ValueError(f"modeSlug: unknown mode {mode!r}; allowed: {', '.join(MODES)}, or leave modeSlug out")
+        raise ValueError(f"modeSlug: unknown mode {shown(mode)}; allowed: {', '.join(MODES)}, or leave modeSlug out")
     return mode
 
 

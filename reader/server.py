@@ -41,6 +41,7 @@ from mcp.types import (
     InputRequiredResult,
     TextContent,
     ToolAnnotations,
+    jsonrpc_message_adapter,
 )
 from mcp.types import Resource as MCPResource
 from pydantic import AnyUrl, Field, ValidationError
@@ -71,7 +72,7 @@ from .shapes import (
     enum_schema,
     number_schema,
 )
-from .stdio import run_stdio
+from .stdio import AS_BODY, run_stdio, unreadable
 from .vocab import LAYERS, SCOPES
 
 log = logging.getLogger("ruledex.server")
@@ -152,7 +153,8 @@ DESCRIPTIONS = {
     ),
     "open_nodes": (
         "Open knowledge-graph entities by exact name (see search_nodes for the naming), with the relations "
-        "among them; names that match nothing are listed in notFound. " + _BY_PR
+        "among them; names that match nothing are listed in notFound (each once, cut to 80 characters, at most 20; "
+        "notFoundMore counts the rest). " + _BY_PR
     ),
 }
 
@@ -597,13 +599,76 @@ def http_security(host: str) -> TransportSecuritySettings | None:
     )
 
 
+class AnswerUnreadable:
+    """ASGI middleware: a POST body that is not a JSON-RPC 2.0 message gets :func:`.stdio.unreadable`'s answer.
+
+    The SDK's transport answered a body that is JSON but no message (``{}``, a batch, ``"jsonrpc":
+    "1.0"``) with pydantic's whole validation report (2 kB for ``{}``, a link per field) under code
+    -32602, and one that is not JSON with the parser's words alone. Here its 400 answer to those is
+    replaced by stdio's: -32700 or -32600, the fields at fault, and what to send. Everything else
+    passes through untouched (streams are not held); the SDK still checks headers, size and session
+    first, and the server serves the next request as before.
+    """
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        """Wrap the SDK's Streamable HTTP app."""
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        """Serve one ASGI request, noting a POST's body to explain a refusal of it."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()  # what the SDK reads, after its size limit
+        held: list[dict[str, Any]] = []  # a 400 answer, until it is whole
+
+        async def noting_receive() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        async def checking_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 400:
+                held.append(message)
+                return
+            if not held:
+                await send(message)
+                return
+            held.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                for part in _explained(held, bytes(body)):
+                    await send(part)
+                held.clear()
+
+        await self.app(scope, noting_receive, checking_send)
+
+
+def _explained(answer: list[dict[str, Any]], body: bytes) -> list[dict[str, Any]]:
+    """The SDK's 400 ``answer`` (start, body parts), or stdio's error instead when ``body`` is no JSON-RPC message."""
+    try:
+        jsonrpc_message_adapter.validate_json(body, by_name=False)
+    except ValidationError as exc:
+        error = unreadable(exc, AS_BODY)
+    else:
+        error = None  # a message: the SDK refused it for something else (a header, the session), as it says
+    if error is None:
+        return answer
+    log.warning("answered a request body that is not a JSON-RPC message: %s", error.error.message)
+    content = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    start = answer[0]
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(content)).encode()))
+    return [{**start, "headers": headers}, {"type": "http.response.body", "body": content}]
+
+
 async def _serve_http(server: RuledexServer, sock: socket.socket) -> None:
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     security = http_security(host)
     server.http_security = TransportSecurityMiddleware(security) if security is not None else None
-    app = server.streamable_http_app(host=host, transport_security=security)
+    app = AnswerUnreadable(server.streamable_http_app(host=host, transport_security=security))
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=3)
     await uvicorn.Server(config).serve(sockets=[sock])
 

@@ -156,9 +156,11 @@ class Graph(TypedDict):
 
 
 class OpenedNodes(Graph):
-    """The opened entities, and the names that matched none."""
+    """The opened entities, and the names that matched none (each once, cut to 80 characters, at most 20)."""
 
     notFound: list[str]
+    notFoundMore: int
+    """Names that matched none beyond those listed in ``notFound``."""
 
 
 # --------------------------------------------------------------------------------------------

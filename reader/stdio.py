@@ -9,8 +9,9 @@ A client that closes stdin and waits for the server to exit, as the MCP spec ask
 answers; one that also closes stdout is a quiet stop, as before (see ``server._run_stdio``).
 
 A line that is not a JSON-RPC 2.0 message (not JSON, another ``jsonrpc`` version, a batch) is
-answered with a JSON-RPC error, as the HTTP transport answers it, and logged on stderr; the SDK
-dropped it without a word, so the client waited for an answer that never came.
+answered with a JSON-RPC error (:func:`unreadable`, which answers such an HTTP body too), and
+logged on stderr; the SDK dropped it without a word, so the client waited for an answer that
+never came.
 """
 
 from __future__ import annotations
@@ -103,22 +104,29 @@ class _Wrapped:
         await self.aclose()
 
 
-def unreadable(exc: Exception) -> JSONRPCError | None:
-    """The answer to a line that is not a JSON-RPC 2.0 message (its id cannot be known, so it is null).
+PER_LINE = "per line"
+"""How stdio carries a message (:func:`unreadable`'s ``carrier``)."""
+AS_BODY = "as the request body"
+"""How Streamable HTTP carries a message: one per POST."""
 
-    None for a blank line: nothing was asked.
+
+def unreadable(exc: Exception, carrier: str = PER_LINE) -> JSONRPCError | None:
+    """The answer to a message that is not a JSON-RPC 2.0 message (its id cannot be known, so it is null).
+
+    ``exc``: what ``jsonrpc_message_adapter.validate_json`` raised for it; ``carrier``: how one is sent
+    (:data:`PER_LINE` on stdio, :data:`AS_BODY` over HTTP). None for a blank line: nothing was asked.
     """
     errors = exc.errors() if isinstance(exc, ValidationError) else []
-    if errors and errors[0]["type"] == "json_invalid" and not str(errors[0]["input"]).strip():
+    if carrier == PER_LINE and errors and errors[0]["type"] == "json_invalid" and not str(errors[0]["input"]).strip():
         return None
-    one_per_line = 'send one JSON-RPC 2.0 object per line, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    what_to_send = f'send one JSON-RPC 2.0 object {carrier}, e.g. {{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}'
     if not errors or any(err["type"] == "json_invalid" for err in errors):
         detail = errors[0]["msg"].removeprefix("Invalid JSON: ") if errors else str(exc)
-        error = ErrorData(code=PARSE_ERROR, message=f"Parse error: not JSON ({detail}); {one_per_line}")
+        error = ErrorData(code=PARSE_ERROR, message=f"Parse error: not JSON ({detail}); {what_to_send}")
     elif all(isinstance(err["input"], list) and len(err["loc"]) == 1 for err in errors):
         error = ErrorData(
             code=INVALID_REQUEST,
-            message=f"Invalid Request: a JSON array (a batch), which MCP does not take; {one_per_line}",
+            message=f"Invalid Request: a JSON array (a batch), which MCP does not take; {what_to_send}",
         )
     else:
         by_kind: dict[str, list[str]] = {}  # the message kinds tried (request, notification, ...) and their faults
@@ -128,7 +136,7 @@ def unreadable(exc: Exception) -> JSONRPCError | None:
         closest = min(by_kind.values(), key=len)  # the kind it nearly is; a request on a tie (tried first)
         error = ErrorData(
             code=INVALID_REQUEST,
-            message=f"Invalid Request: not a JSON-RPC 2.0 message ({'; '.join(closest)}); {one_per_line}",
+            message=f"Invalid Request: not a JSON-RPC 2.0 message ({'; '.join(closest)}); {what_to_send}",
         )
     return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 

@@ -13,6 +13,7 @@ import math
 from typing import Any, TypeVar
 
 from .catalog import closest_domains, render_rule, rule_summary
+from .errors import shown
 from .index import Index
 from .options import DETECT_DEFAULTS, parse_files
 from .paths import edited_files
@@ -37,7 +38,7 @@ def _bool(raw: dict[str, Any], name: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ValueError(f"options.{name}: must be true or false, got {value!r}")
+        raise ValueError(f"options.{name}: must be true or false, got {shown(value)}")
     return value
 
 
@@ -49,9 +50,9 @@ def _number(value: Any, name: str, low: float, high: float, *, integer: bool = F
         or not math.isfinite(value)
         or (integer and value != int(value))
     ):
-        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
+        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {shown(value)}")
     if not low <= value <= high:
-        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
+        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {shown(value)}")
     return value
 
 
@@ -60,7 +61,7 @@ def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str | None:
         return None
     known = canonical(value, allowed) if isinstance(value, str) else None
     if known is None:
-        raise ValueError(f"{name}: unknown value {value!r}; allowed: {', '.join(allowed)}")
+        raise ValueError(f"{name}: unknown value {shown(value)}; allowed: {', '.join(allowed)}")
     return known
 
 

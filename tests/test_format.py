@@ -254,10 +254,10 @@ def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
     assert json.loads(out)["ok"] is False and "its sidecar b.ruledex.sha256 cannot be read (not UTF-8 text)" in err
 
 
-def test_a_manifest_value_of_the_wrong_type_is_named_by_the_sidecar_not_a_traceback(
+def test_a_manifest_value_of_the_wrong_type_is_named_before_the_sidecar_is_read(
     tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The manifest has no checksum of its own; the .sha256 beside the file says it changed."""
+    """The manifest has no checksum of its own; its field types are checked at open, sidecar or not."""
     data = bytearray(bundled_index.read_bytes())
     (length,) = struct.unpack_from("<Q", data, 16)
     manifest = json.loads(data[24 : 24 + length])
@@ -267,4 +267,40 @@ def test_a_manifest_value_of_the_wrong_type_is_named_by_the_sidecar_not_a_traceb
     shutil.copy(fmt.sidecar_path(bundled_index), fmt.sidecar_path(bad))
     assert main(["query", "Add a login endpoint", "--index", str(bad)]) == 1
     err = capsys.readouterr().err
-    assert f"{bad}: sha256 " in err and "the file changed after it was built" in err and "Traceback" not in err
+    assert f"{bad}: manifest field 'model.dim' is an object ({{}}) where an integer is required" in err
+    assert "Traceback" not in err
+
+
+MANIFEST_EDITS = {
+    "counts.directives": ("abc", "'counts.directives' is a string (\"abc\") where an integer is required"),
+    "name": (["rules"], "'name' is a list ([\"rules\"]) where a string is required"),
+    "source": ("abc", "'source' is a string (\"abc\") where an object is required"),
+    "keywords.k1": ([1.2], "'keywords.k1' is a list ([1.2]) where a number is required"),
+    "model.dim": (True, "'model.dim' is true or false (true) where an integer is required"),
+    "vocab.topics": ("security", "'vocab.topics' is a string (\"security\") where a list of strings is required"),
+    "keywords": (None, "'keywords' is null (null) where an object is required"),
+}
+
+
+@pytest.mark.parametrize("field", list(MANIFEST_EDITS))
+def test_a_manifest_value_of_the_wrong_type_without_a_sidecar_names_the_field(
+    field: str, tmp_path: Path, bundled_index: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a .sha256 to say the file changed, these failed deep in a query or at open with a traceback."""
+    from ruledex.reader.holder import IndexHolder
+
+    value, expected = MANIFEST_EDITS[field]
+    data = bytearray(bundled_index.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 16)
+    manifest = json.loads(data[24 : 24 + length])
+    parent, _, key = field.rpartition(".")
+    (manifest[parent] if parent else manifest)[key] = value
+    bad = tmp_path / "edited.ruledex"
+    bad.write_bytes(bytes(relayout(data, length, json.dumps(manifest, sort_keys=True).encode())))
+    assert not fmt.sidecar_path(bad).exists()
+    for command in (["query", "Add a login endpoint", "--index", str(bad)], ["info", str(bad)], ["verify", str(bad)]):
+        assert main(command) == 1, command
+        err = capsys.readouterr().err
+        assert f"{bad}: manifest field {expected}" in err and "rebuild the index" in err, err
+    with pytest.raises(ArtifactError, match="manifest field"):
+        IndexHolder(bad)  # what `ruledex serve` opens before it serves

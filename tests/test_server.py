@@ -228,7 +228,49 @@ def test_graph_tools(server: RuledexServer, index: Index) -> None:
     assert opened["relations"] == [
         {"from": "security", "to": "security > Input validation", "relationType": "contains"}
     ]
-    assert opened["notFound"] == ["nope"]
+    assert opened["notFound"] == ["nope"] and opened["notFoundMore"] == 0
+
+
+def test_open_nodes_echoes_unknown_names_cut_short_and_capped(server: RuledexServer) -> None:
+    """Every unknown name came back whole: 1,000 names of 10 kB answered with 10 MB of the client's text."""
+    long_name = "x" * 10_000
+    names = ["security", long_name, long_name, *(f"made-up-{i}" for i in range(30))]
+    opened = call(server, "open_nodes", {"names": names})
+    assert not opened.is_error
+    found = opened.structured_content
+    assert [e["name"] for e in found["entities"]] == ["security"]
+    assert found["notFound"][0] == "x" * 79 + "…" and len(found["notFound"]) == 20
+    assert found["notFound"][1:] == [f"made-up-{i}" for i in range(19)]
+    assert found["notFoundMore"] == 31 - 20  # distinct unknown names: the long one once, and 30 others
+    assert len(json.dumps(found)) < 5_000
+
+
+HUGE = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("query_directives", {"taskDescription": "Add an endpoint", "modeSlug": HUGE}, "modeSlug: unknown mode"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"maxItems": [HUGE]}}, "maxItems"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"strictLayer": HUGE}}, "strictLayer"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"topicsBias": [HUGE]}}, "topicsBias"),
+        ("query_directives", {"taskDescription": "Add an endpoint", "options": {"layer": [HUGE]}}, "layer"),
+        (
+            "detect_context",
+            {"text": "Add an endpoint", "options": {"confidenceThreshold": HUGE}},
+            "confidenceThreshold",
+        ),
+        ("search_knowledge", {"query": "passwords", "scope": HUGE}, "scope: unknown value"),
+        ("search_knowledge", {"query": "passwords", "limit": [HUGE] * 3}, "limit: must be an integer"),
+    ],
+)
+def test_an_error_quotes_a_bad_value_cut_short(
+    server: RuledexServer, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    """Errors quoted the bad value whole: a 100 kB option came back as a 100 kB error message."""
+    text = error_text(call(server, tool, arguments))
+    assert field in text and "xxxx…" in text and len(text) < 600, text[:300]
 
 
 def test_resources_are_the_rule_documents(server: RuledexServer, index: Index) -> None:

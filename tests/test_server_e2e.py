@@ -365,6 +365,26 @@ def test_a_damaged_section_stops_the_server_before_it_serves(bundled_index: Path
     assert str(damaged) in done.stderr and "checksum mismatch" in done.stderr
 
 
+def test_a_sidecar_that_does_not_match_stops_the_server_before_it_serves(bundled_index: Path, tmp_path: Path) -> None:
+    """Serve checked only the section checksums: an index whose .sha256 disagreed (another build, or a file
+    edited outside its sections) was served. Without a sidecar it is served as before."""
+    index = tmp_path / "rules.ruledex"
+    shutil.copy(bundled_index, index)
+    side = tmp_path / "rules.ruledex.sha256"
+    side.write_text(f"{'0' * 64}  rules.ruledex\n", encoding="utf-8")
+    done = subprocess.run(
+        [*SERVE, "--index", str(index)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    assert f"{index}: sha256 " in done.stderr and "does not match rules.ruledex.sha256" in done.stderr
+    assert "rebuild it" in done.stderr and "serving" not in done.stderr
+    side.unlink()
+    done = subprocess.run(
+        [*SERVE, "--index", str(index)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0 and "serving" in done.stderr
+
+
 @pytest.fixture
 def http_server(bundled_index: Path, tmp_path: Path) -> Iterator[str]:
     """``ruledex serve --http 127.0.0.1:PORT`` as a subprocess; yields the MCP URL, stops it afterwards."""
@@ -408,6 +428,38 @@ def test_http_end_to_end(http_server: str) -> None:
             urllib.request.urlopen(urllib.request.Request(health, headers=header), timeout=10)
         assert refused.value.code in (403, 421), "the health check names the index: same rule as /mcp"
         refused.value.close()
+
+
+def test_a_body_that_is_not_a_json_rpc_message_is_answered_briefly_over_http(http_server: str) -> None:
+    """The SDK answered JSON that is no message with pydantic's whole report (2 kB for {"foo": 1}) as -32602."""
+    bodies = {
+        b"not json": (-32700, "Parse error: not JSON ("),
+        b"": (-32700, "Parse error: not JSON ("),
+        b'{"foo": 1}': (-32600, "not a JSON-RPC 2.0 message (jsonrpc: Field required; method: Field required)"),
+        b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}': (-32600, "jsonrpc: Input should be '2.0'"),
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]': (-32600, "a JSON array (a batch)"),
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    for body, (code, words) in bodies.items():
+        request = urllib.request.Request(http_server, data=body, headers=headers, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400
+        raw = refused.value.read()
+        refused.value.close()
+        error = json.loads(raw)["error"]
+        assert error["code"] == code and words in error["message"], (body, error)
+        assert error["message"].endswith(
+            'send one JSON-RPC 2.0 object as the request body, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+        )
+        assert len(raw) < 400 and "pydantic" not in error["message"], raw
+
+    async def still_serving() -> None:
+        with anyio.fail_after(60):
+            async with Client(http_server) as client:
+                assert not (await client.call_tool("list_rules", {})).is_error
+
+    anyio.run(still_serving)
 
 
 def test_http_concurrent_clients_get_the_single_client_answers(http_server: str) -> None:
