@@ -89,9 +89,6 @@ class IndexHolder:
     ) -> None:
         """Open and check ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); look for a new file at most every ``check_interval`` s.
 
-        At start the file's sections are checked and, when a ``.sha256`` sidecar is beside it, its sha256
-        too; a reload checks the sections only (the new sidecar lands in a second rename).
-
         With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
         the pinned file: a pin means one exact rule set, even under hot reload. With ``follow`` (the
         folder the index was chosen from, ``./dist`` without ``--index`` or a pin), a newer
@@ -103,7 +100,6 @@ class IndexHolder:
         self.follow = Path(follow) if follow is not None else None
         self._folder_seen: int | None = None
         fmt.check_sections(self.path)  # every section's checksum, as a reload checks: never serve a damaged file
-        fmt.compare_sidecar(self.path)  # and the .sha256 beside it, if any (~25 ms at 10k directives)
         index = Index(self.path)
         self._current = Loaded(index, file_signature(self.path))
         self._lock = threading.Lock()

@@ -365,26 +365,6 @@ def test_a_damaged_section_stops_the_server_before_it_serves(bundled_index: Path
     assert str(damaged) in done.stderr and "checksum mismatch" in done.stderr
 
 
-def test_a_sidecar_that_does_not_match_stops_the_server_before_it_serves(bundled_index: Path, tmp_path: Path) -> None:
-    """Serve checked only the section checksums: an index whose .sha256 disagreed (another build, or a file
-    edited outside its sections) was served. Without a sidecar it is served as before."""
-    index = tmp_path / "rules.ruledex"
-    shutil.copy(bundled_index, index)
-    side = tmp_path / "rules.ruledex.sha256"
-    side.write_text(f"{'0' * 64}  rules.ruledex\n", encoding="utf-8")
-    done = subprocess.run(
-        [*SERVE, "--index", str(index)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
-    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
-    assert f"{index}: sha256 " in done.stderr and "does not match rules.ruledex.sha256" in done.stderr
-    assert "rebuild it" in done.stderr and "serving" not in done.stderr
-    side.unlink()
-    done = subprocess.run(
-        [*SERVE, "--index", str(index)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
-    assert done.returncode == 0 and "serving" in done.stderr
-
-
 @pytest.fixture
 def http_server(bundled_index: Path, tmp_path: Path) -> Iterator[str]:
     """``ruledex serve --http 127.0.0.1:PORT`` as a subprocess; yields the MCP URL, stops it afterwards."""
