@@ -216,8 +216,9 @@ class IndexHolder:
         new: Loaded | None = None
         try:
             # structure and every section's CRC-32; not the sidecar, which lands in a second rename
-            # just after the index (checking it here refused good releases for a moment)
-            fmt.verify(path, check_sidecar=False)
+            # just after the index (checking it here refused good releases for a moment), so no sha256
+            # of the whole file either (~1 ms per MB, paid inside a request): a pin hashes it below
+            fmt.check_sections(path)
             if self.pinned_sha256 is not None:
                 verify_pinned(path, self.pinned_sha256)
             new = Loaded(Index(path), signature)
