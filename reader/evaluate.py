@@ -22,6 +22,7 @@ from typing import Any
 
 from .catalog import render_rule
 from .errors import ConfigError
+from .format import json_kind
 from .index import Index
 from .options import EVAL_K
 from .query import query_directives
@@ -133,12 +134,25 @@ def with_files(queries: list[LabeledQuery], path: Path) -> list[LabeledQuery]:
     for number, line in enumerate(_read(path).splitlines(), start=1):
         if not line.strip():
             continue
+        expected = '{"id": "q001", "files": ["src/app.py"]}'
         try:
             raw = json.loads(line)
-            files[str(raw["id"])] = _paths(raw["files"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except json.JSONDecodeError as exc:
             raise ConfigError(
-                f'{path}:{number}: not a files line ({type(exc).__name__}: {exc}); expected {{"id", "files": [path, ...]}}'
+                f"{path}:{number}: not JSON ({exc}); write one object per line, like {expected}"
+            ) from None
+        if not isinstance(raw, dict) or "id" not in raw or "files" not in raw:
+            what = (
+                "an object without " + " and ".join(f'"{k}"' for k in ("id", "files") if k not in raw)
+                if isinstance(raw, dict)
+                else json_kind(raw)
+            )
+            raise ConfigError(f"{path}:{number}: not a files line ({what}); expected an object like {expected}")
+        try:
+            files[str(raw["id"])] = _paths(raw["files"])
+        except TypeError as exc:
+            raise ConfigError(
+                f"{path}:{number}: not a files line ({exc}); expected an object like {expected}"
             ) from None
     missing = [q.id for q in queries if q.id not in files]
     if missing:

@@ -471,7 +471,7 @@ def _is(kind: str, value: Any) -> bool:
     return whole or (kind == _NUMBER and isinstance(value, float))
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     """A JSON value's type as a reader would say it."""
     for kind in (_FLAG, _WHOLE, _NUMBER, _TEXT, _TABLE):
         if _is(kind, value):
@@ -494,7 +494,7 @@ def _check_manifest_fields(path: Path, manifest: dict[str, Any]) -> None:
         if value is None and not required:
             continue
         if value is None or not _is(kind, value):
-            found = "missing" if key not in table else f"{_json_kind(value)} ({json.dumps(value)[:40]})"
+            found = "missing" if key not in table else f"{json_kind(value)} ({json.dumps(value)[:40]})"
             raise _fail(
                 path,
                 f"manifest field {field!r} is {found} where {kind} is required; the manifest was edited or "

@@ -167,6 +167,13 @@ def test_eval_with_the_files_being_edited(index: Index, tmp_path: Path, capsys: 
     bad.write_text('{"id": "q001", "files": "a.py"}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad\.jsonl:1: not a files line"):
         with_files(queries, bad)
+    # a line that is not an object, or lacks a field, is named as such, not as a Python exception (QA)
+    for line, said in (('["q001", ["a.py"]]', "(a list)"), ('{"id": "q001"}', '(an object without "files")')):
+        bad.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as caught:
+            with_files(queries, bad)
+        assert str(caught.value).startswith(f"{bad}:1: not a files line {said}; expected an object like")
+        assert "Error" not in str(caught.value)
     code = main(["eval", "--queries", str(tmp_path / "missing.jsonl"), "--index", str(index.path)])
     assert code == 1 and "missing.jsonl: cannot read it" in capsys.readouterr().err
 
