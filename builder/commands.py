@@ -42,7 +42,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/; ignored with --ref)"
+        "rules_dir",
+        nargs="?",
+        help="folder of rule documents (default: rules/); with --ref, the rules folder inside the commit, as --path",
     )
     p.add_argument("--out", help="index file to write (default: dist/<name>-<version>.ruledex)")
     g = p.add_argument_group("build from git (reads the commit's tree, not the working tree)")
@@ -151,16 +153,21 @@ def run_build(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[{time.perf_counter() - started:6.2f}s] {message}", file=sys.stderr)
 
+    subpath = args.path
+    if args.ref or args.repo:
+        from .gitsource import tree_subdir
+
+        subpath = tree_subdir(args.rules_dir, args.path, Path(args.repo) if args.repo else None)
     try:
         result = build(
-            Path(args.rules_dir),
+            Path(args.rules_dir or "rules"),
             Path(args.out) if args.out else None,
             model_name=args.model,
             name=args.name,
             progress=progress,
             repo=Path(args.repo) if args.repo else None,
             ref=args.ref,
-            subpath=args.path,
+            subpath=subpath,
             previous=Path(args.previous) if args.previous else None,
         )
     except (RuleError, RuleErrors) as exc:  # every error, then the warnings found with them, as check shows

@@ -78,6 +78,37 @@ def _subtree(commit: pygit2.Commit, subdir: str | None) -> tuple[pygit2.Tree, st
     return sub, subdir.strip("/")
 
 
+def tree_subdir(rules_dir: str | None, path: str | None, repo: Path | None = None) -> str | None:
+    """The rules folder inside a commit's tree, from ``build``/``check``'s positional folder and ``--path``.
+
+    With ``--ref`` the positional folder names the rules folder inside the commit (it was silently
+    ignored: ``ruledex build docs/rules --ref v2`` built ``rules/``); given both ways, they must agree.
+    An absolute folder is taken relative to ``repo`` (default: the working directory). ``None``: neither
+    was given (:func:`tree_sources` then picks ``rules/`` when the tree has one).
+
+    Raises:
+        ValueError: the two disagree, or an absolute folder is outside the repository (a usage error).
+    """
+    if rules_dir is None:
+        return path
+    folder = Path(rules_dir)
+    if folder.is_absolute():
+        root = (repo or Path.cwd()).resolve()
+        try:
+            folder = folder.resolve().relative_to(root)
+        except ValueError:
+            raise ValueError(
+                f"{rules_dir} is outside the repository {root}; with --ref give the rules folder inside the commit"
+            ) from None
+    inside = folder.as_posix().strip("/")
+    inside = "" if inside == "." else inside
+    if path is not None and path.strip("/") != inside:
+        raise ValueError(
+            f"the rules folder is given twice, as {rules_dir!r} and --path {path!r}; with --ref give it once"
+        )
+    return inside
+
+
 def rules_subdir(repo_path: Path, ref: str, subdir: str | None = None) -> str:
     """The rules folder of ``ref``'s tree, as :func:`tree_sources` reads it (``""``: the root)."""
     repo = open_repository(repo_path)

@@ -329,8 +329,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     _require_build_deps()
     from ruledex.builder.check import check
 
+    if args.ref or args.repo:
+        from ruledex.builder.gitsource import tree_subdir
+
+        args.path = tree_subdir(args.rules_dir, args.path, Path(args.repo) if args.repo else None)
     findings = check(
-        Path(args.rules_dir),
+        Path(args.rules_dir or "rules"),
         repo=Path(args.repo) if args.repo else None,
         ref=args.ref,
         subpath=args.path,
@@ -345,7 +349,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         where = _shown_folder(args, github=args.format == "github")
         for f in findings:
             print(f.github(where) if args.format == "github" else f.text(where))
-        print(f"{errors} error(s), {len(findings) - errors} warning(s) in {args.rules_dir}", file=sys.stderr)
+        checked = f"{args.ref or 'HEAD'}:{where or '/'}" if args.ref or args.repo else args.rules_dir or "rules"
+        print(f"{errors} error(s), {len(findings) - errors} warning(s) in {checked}", file=sys.stderr)
     return EXIT_FAIL if errors else EXIT_OK
 
 
@@ -360,7 +365,7 @@ def _shown_folder(args: argparse.Namespace, *, github: bool = False) -> str:
         from ruledex.builder.gitsource import rules_subdir
 
         return rules_subdir(Path(args.repo or "."), args.ref or "HEAD", args.path)
-    folder = Path(args.rules_dir)
+    folder = Path(args.rules_dir or "rules")
     if not github:
         return folder.as_posix()
     if folder.is_absolute():
@@ -625,7 +630,11 @@ def build_parser() -> argparse.ArgumentParser:
         "error|warning: message [code]. Exit 1 on errors, 0 on warnings only (needs the [build] extra).",
         epilog="Example: ruledex check rules/ --examples --format github",
     )
-    p.add_argument("rules_dir", nargs="?", default="rules", help="folder of rule documents (default: rules/)")
+    p.add_argument(
+        "rules_dir",
+        nargs="?",
+        help="folder of rule documents (default: rules/); with --ref, the rules folder inside the commit, as --path",
+    )
     p.add_argument("--examples", action="store_true", help="also check that example tasks retrieve their rule")
     p.add_argument("--repo", metavar="PATH", help="check a git ref of this repository instead of a folder")
     p.add_argument("--ref", metavar="REF", help="branch, tag or commit to check (reads the commit's tree)")

@@ -88,6 +88,38 @@ def test_older_ref_and_subdir_errors(tmp_path: Path, rules_repo: tuple) -> None:
     )
 
 
+def test_with_ref_the_folder_given_is_the_rules_folder_inside_the_commit(
+    tmp_path: Path, rules_repo: tuple, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build docs/rules --ref v2`` silently built ``rules/``: the folder given was ignored (QA)."""
+    root, repo, _commits = rules_repo
+    (root / "team").mkdir()
+    (root / "team" / "style.md").write_text(
+        rule_doc("## S\n\n- [MUST] Name branches after their ticket.", id="style"), encoding="utf-8"
+    )
+    _commit(repo, "team rules", ALICE)
+    out = tmp_path / "team.ruledex"
+    args = ["--repo", str(root), "--ref", "main"]
+    for folder in ("team", "team/", "./team", str(root / "team")):
+        assert main(["build", folder, *args, "--out", str(out), "-q"]) == 0, folder
+        with Index(out) as index:
+            assert [r.path for r in index.rules()] == ["style.md"] and index.manifest["source"]["path"] == "team"
+    assert main(["check", "team", *args]) == 0
+    assert "in main:team" in capsys.readouterr().err
+    # given twice, differently, or outside the repository: a usage error saying so, nothing built
+    out.unlink()
+    assert main(["build", "team", *args, "--path", "rules", "--out", str(out), "-q"]) == 2
+    assert "given twice, as 'team' and --path 'rules'" in capsys.readouterr().err and not out.exists()
+    assert main(["check", str(tmp_path), *args]) == 2
+    assert "outside the repository" in capsys.readouterr().err
+    # the same folder both ways is fine; no folder still means rules/ when the commit has one
+    assert main(["build", "team", *args, "--path", "team/", "--out", str(out), "-q"]) == 0
+    monkeypatch.chdir(root)
+    assert main(["build", "--ref", "main", "--out", str(out), "-q"]) == 0
+    with Index(out) as index:
+        assert index.manifest["source"]["path"] == "rules"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_two_clones_build_byte_identical_indexes(tmp_path: Path, rules_repo: tuple) -> None:
     root, _repo, _commits = rules_repo
