@@ -462,9 +462,10 @@ def detect(
     topic_scores = _score(term_set, _TOPIC_INDEX, _TOPIC_NAMES)
     model = (shipped_model() if task_model is True else task_model) if task_model else None
     if model is not None:
-        for name, gain in model.layer_evidence(term_set).items():
+        layer_gains, topic_gains = model.evidence(term_set)
+        for name, gain in zip(model.layers.classes, layer_gains, strict=True):
             layer_scores[name] += weights.layer_model * gain
-        for name, gain in model.topic_evidence(term_set).items():
+        for name, gain in zip(model.topics.classes, topic_gains, strict=True):
             topic_scores[name] += weights.topic_model * gain
     if learnt:
         _add_learnt(layer_scores, topic_scores, term_set, learnt)
