@@ -13,6 +13,7 @@ claimed.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -348,6 +349,9 @@ _LAYER_INDEX = _inverted(LAYER_TERMS, LAYER_WEIGHTS)
 _TOPIC_INDEX = _inverted(TOPIC_TERMS)
 _LAYER_NAMES = tuple(LAYER_TERMS)
 _TOPIC_NAMES = tuple(TOPIC_TERMS)
+_LAYER_ORDER = {name: i for i, name in enumerate(LAYERS)}
+_TOPIC_ORDER = {name: i for i, name in enumerate(TOPICS)}
+"""Each name's position in the vocabulary, the tie-break of equal scores (a dict lookup, not ``tuple.index``)."""
 
 
 def _add_learnt(
@@ -367,25 +371,58 @@ def _add_learnt(
             scores[name] += _LEARNT_WEIGHT * n
 
 
+_USED_ROWS: dict[int, tuple[weakref.ref[np.ndarray], tuple[int, ...], np.ndarray | None]] = {}
+"""Per read-only prototype array (an index's, by ``id``, checked by a weak reference): its non-zero rows."""
+
+
+def _used_rows(protos: np.ndarray) -> tuple[tuple[int, ...], np.ndarray | None]:
+    """The rows of classes the index has directives for (the others have a zero prototype).
+
+    Returned as a tuple, and as an index array (None when every row is used). An index's prototypes
+    are read-only views of its file, so they are found once per index, not per query (two numpy
+    reductions each time); a writable array may change and is read each time.
+    """
+    key = id(protos)
+    hit = _USED_ROWS.get(key)
+    if hit is not None and hit[0]() is protos:
+        return hit[1], hit[2]
+    rows = tuple(np.flatnonzero(np.logical_or.reduce(protos, axis=1)).tolist())
+    pick = None if len(rows) == len(protos) else np.array(rows, dtype=np.intp)
+    if not protos.flags.writeable:
+
+        def forget(ref: weakref.ref[np.ndarray]) -> None:
+            if _USED_ROWS.get(key, (None,))[0] is ref:
+                del _USED_ROWS[key]
+
+        _USED_ROWS[key] = (weakref.ref(protos, forget), rows, pick)
+    return rows, pick
+
+
 def _add_vectors(
     scores: dict[str, float],
     names: tuple[str, ...],
     protos: np.ndarray | None,
-    query: np.ndarray | None,
+    query: np.ndarray,
     cosine_scale: float = 1.0,
 ) -> None:
-    if protos is None or query is None or not len(protos) or not np.count_nonzero(query):
+    """Add each class's cosine above the mean of the index's classes (the query is not zero).
+
+    The mean is numpy's float32 sum, as ``ndarray.mean`` takes it; the gains are plain floats, as
+    the float64 arrays they were computed in before, for a few classes without numpy's overhead.
+    """
+    if protos is None or not len(protos):
+        return
+    rows, pick = _used_rows(protos)
+    if not rows:
         return
     sims = protos @ query
-    used = np.logical_or.reduce(protos, axis=1)  # classes the index has no directives for have a zero prototype
-    if not np.count_nonzero(used):
-        return
-    chosen = sims[used]
+    chosen = sims if pick is None else sims[pick]
     mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper
-    gains = (_VECTOR_WEIGHT * cosine_scale * np.maximum(sims.astype(np.float64) - mean, 0.0)).tolist()
-    for name, is_used, gain in zip(names, used.tolist(), gains, strict=False):
-        if is_used and name in scores:
-            scores[name] += gain
+    weight = float(_VECTOR_WEIGHT * cosine_scale)
+    values = sims.tolist()
+    for row in rows:
+        if row < len(names) and names[row] in scores:
+            scores[names[row]] += weight * max(values[row] - mean, 0.0)
 
 
 def _own_claims(layer_scores: dict[str, float], topic_scores: dict[str, float]) -> tuple[bool, bool]:
@@ -469,8 +506,9 @@ def detect(
             topic_scores[name] += weights.topic_model * gain
     if learnt:
         _add_learnt(layer_scores, topic_scores, term_set, learnt)
-    _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
-    _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
+    if query_vector is not None and np.count_nonzero(query_vector):
+        _add_vectors(layer_scores, LAYERS, layer_vectors, query_vector, cosine_scale)
+        _add_vectors(topic_scores, TOPICS, topic_vectors, query_vector, cosine_scale)
     own = _own_claims(layer_scores, topic_scores)
     path_votes = (paths.layers, paths.topics) if paths is not None else None
     for extra in (feedback if any(own) else None, path_votes):
@@ -486,15 +524,16 @@ def detect(
     layer_scores.pop("*", None)
     if model is not None and model.neighbours is not None and any(own):
         _add_neighbours(layer_scores, topic_scores, model.neighbours.evidence(term_set), weights, own)
-    ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], LAYERS.index(kv[0])))
+    ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], _LAYER_ORDER[kv[0]]))
     best, best_score = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
     layer = best if best_score >= MIN_LAYER_SCORE else None
     confidence = best_score / (best_score + runner_up + 1.0) if layer else 0.0
     evident = tuple(
-        name
-        for name, score in sorted(topic_scores.items(), key=lambda kv: (-kv[1], TOPICS.index(kv[0])))
-        if score >= MIN_TOPIC_SCORE
+        sorted(
+            (name for name, score in topic_scores.items() if score >= MIN_TOPIC_SCORE),  # a few of the 16
+            key=lambda name: (-topic_scores[name], _TOPIC_ORDER[name]),
+        )
     )[:EVIDENT_TOPICS]
     top_topic = topic_scores[evident[0]] if evident else 0.0
     topics = tuple(name for name in evident if topic_scores[name] >= TOPIC_SHARE * top_topic)[:REPORTED_TOPICS]
