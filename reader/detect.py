@@ -156,6 +156,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("github actions", "github-actions"),
 )
 """Multi-word expressions folded into one dictionary term before matching."""
+_PHRASE_FOLDS = tuple((phrase, f"{phrase} {term}") for phrase, term in PHRASES)
+"""Each phrase and what :func:`task_terms` replaces it with (the phrase, then its term), formatted once."""
 
 NEAR_TIE = 0.8
 """Layers scoring at least this share of the best layer also pass a strict layer filter."""
@@ -315,8 +317,8 @@ def task_terms(text: str) -> tuple[list[str], set[str]]:
     model is trained on exactly the terms it is later given.
     """
     folded = text.lower()
-    for phrase, term in PHRASES:
-        folded = folded.replace(phrase, f"{phrase} {term}")
+    for phrase, replacement in _PHRASE_FOLDS:
+        folded = folded.replace(phrase, replacement)
     raw = words(folded)
     return raw, set(expand(keywords_of(raw))) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
 
@@ -454,7 +456,8 @@ def _add_neighbours(
     ):
         if claimed:
             for name, gain in gains.items():
-                scores[name] += weight * gain
+                if gain:  # most are 0.0, which changes no score
+                    scores[name] += weight * gain
 
 
 def detect(
@@ -501,9 +504,11 @@ def detect(
     if model is not None:
         layer_gains, topic_gains = model.evidence(term_set)
         for name, gain in zip(model.layers.classes, layer_gains, strict=True):
-            layer_scores[name] += weights.layer_model * gain
+            if gain:  # a class below its prior has 0.0, which changes no score
+                layer_scores[name] += weights.layer_model * gain
         for name, gain in zip(model.topics.classes, topic_gains, strict=True):
-            topic_scores[name] += weights.topic_model * gain
+            if gain:
+                topic_scores[name] += weights.topic_model * gain
     if learnt:
         _add_learnt(layer_scores, topic_scores, term_set, learnt)
     if query_vector is not None and np.count_nonzero(query_vector):
@@ -544,9 +549,17 @@ def detect(
         technologies=with_files(named_technologies(text, raw, apis), paths),
         keywords=tuple(dict.fromkeys(w for w in raw if w not in _STOP)),
         confidence=min(1.0, confidence),
-        layer_scores={k: round(v, 3) for k, v in layer_scores.items()},
-        topic_scores={k: round(v, 3) for k, v in topic_scores.items()},
+        layer_scores=_rounded(layer_scores),
+        topic_scores=_rounded(topic_scores),
     )
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    """Scores to three decimals, as diagnostics show them; 0.0 (half the classes of a small index) as it is.
+
+    ``round`` formats and parses a decimal string (~0.4 us); it is the same 0.0 either way.
+    """
+    return {k: round(v, 3) if v else v for k, v in scores.items()}
 
 
 def with_files(named: tuple[str, ...], paths: PathEvidence | None) -> tuple[str, ...]:

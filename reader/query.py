@@ -89,7 +89,7 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     evidence = relative(got.bm25) + np.maximum(got.cosine - 0.3, 0.0) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
     voters = _vote_bits(index)[got.ids[top]]
-    sums = np.add.reduce(voters * evidence[top].astype(np.float64)[:, None], axis=0).tolist()
+    sums = np.add.reduce(np.multiply(voters, evidence[top, None], dtype=np.float64), axis=0).tolist()
     present = np.logical_or.reduce(voters, axis=0).tolist()
     votes = []
     for start, vocab in ((0, LAYERS), (len(LAYERS), TOPICS)):

@@ -114,7 +114,7 @@ class TermWeights:
 
     def known_rows(self, terms: Iterable[str]) -> list[int]:
         """The rows of the known ``terms``, ascending (the order :meth:`logits_of_rows` sums them in)."""
-        return sorted(r for r in map(self.rows.get, terms) if r is not None)  # type: ignore[union-attr]
+        return sorted([r for r in map(self.rows.get, terms) if r is not None])  # type: ignore[union-attr]
 
     def logits_of_rows(self, rows: list[int]) -> list[float]:
         """:meth:`logits` of terms already looked up (:meth:`known_rows`), for scorers that share the rows."""
