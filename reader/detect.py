@@ -320,7 +320,10 @@ def task_terms(text: str) -> tuple[list[str], set[str]]:
     for phrase, replacement in _PHRASE_FOLDS:
         folded = folded.replace(phrase, replacement)
     raw = words(folded)
-    return raw, set(expand(keywords_of(raw))) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
+    terms = set(keywords_of(raw))  # expand()'s terms, as a set: no order to keep
+    for term in [t for t in terms if t in SYNONYMS]:
+        terms.update(stem(extra) for extra in SYNONYMS[term])
+    return raw, terms | {w for w in raw if w in TOPIC_TERMS or "-" in w}
 
 
 def _inverted(
