@@ -13,7 +13,6 @@ claimed.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -376,33 +375,6 @@ def _add_learnt(
             scores[name] += _LEARNT_WEIGHT * n
 
 
-_USED_ROWS: dict[int, tuple[weakref.ref[np.ndarray], tuple[int, ...], np.ndarray | None]] = {}
-"""Per read-only prototype array (an index's, by ``id``, checked by a weak reference): its non-zero rows."""
-
-
-def _used_rows(protos: np.ndarray) -> tuple[tuple[int, ...], np.ndarray | None]:
-    """The rows of classes the index has directives for (the others have a zero prototype).
-
-    Returned as a tuple, and as an index array (None when every row is used). An index's prototypes
-    are read-only views of its file, so they are found once per index, not per query (two numpy
-    reductions each time); a writable array may change and is read each time.
-    """
-    key = id(protos)
-    hit = _USED_ROWS.get(key)
-    if hit is not None and hit[0]() is protos:
-        return hit[1], hit[2]
-    rows = tuple(np.flatnonzero(np.logical_or.reduce(protos, axis=1)).tolist())
-    pick = None if len(rows) == len(protos) else np.array(rows, dtype=np.intp)
-    if not protos.flags.writeable:
-
-        def forget(ref: weakref.ref[np.ndarray]) -> None:
-            if _USED_ROWS.get(key, (None,))[0] is ref:
-                del _USED_ROWS[key]
-
-        _USED_ROWS[key] = (weakref.ref(protos, forget), rows, pick)
-    return rows, pick
-
-
 def _add_vectors(
     scores: dict[str, float],
     names: tuple[str, ...],
@@ -417,11 +389,12 @@ def _add_vectors(
     """
     if protos is None or not len(protos):
         return
-    rows, pick = _used_rows(protos)
+    used = np.logical_or.reduce(protos, axis=1)  # classes the index has no directives for have a zero prototype
+    rows = used.nonzero()[0].tolist()
     if not rows:
         return
     sims = protos @ query
-    chosen = sims if pick is None else sims[pick]
+    chosen = sims if len(rows) == len(sims) else sims[used]
     mean = float(np.float32(np.add.reduce(chosen) / len(chosen)))  # as ndarray.mean, without its wrapper
     weight = float(_VECTOR_WEIGHT * cosine_scale)
     values = sims.tolist()

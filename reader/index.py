@@ -173,6 +173,19 @@ class Index:
         return float(self.manifest["keywords"]["avgdl"]) or 1.0
 
     @cached_property
+    def name_bits(self) -> np.ndarray:
+        """Each directive's layers and topics as 0/1 columns (:data:`LAYERS`, then :data:`TOPICS`), uint8.
+
+        What retrieval feedback sums its voters' weights over, built once (24 KB for 1,000 directives).
+        Bits an index from a newer ruledex sets beyond today's vocabularies get no column.
+        """
+        columns = [
+            (table[:, None].astype(np.int64) >> np.arange(len(vocab))) & 1
+            for table, vocab in ((self.dir_layers, LAYERS), (self.dir_topics, TOPICS))
+        ]
+        return np.hstack(columns).astype(np.uint8)
+
+    @cached_property
     def commit(self) -> str:
         """The commit the rules were built from ('' outside git)."""
         return str(self.manifest.get("source", {}).get("commit", ""))

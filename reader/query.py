@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import time
-import weakref
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -57,31 +56,11 @@ FEEDBACK_WEIGHT = 2.5
 """Votes of the strongest layer/topic from feedback, on the dictionaries' scale (one word = 1)."""
 
 
-_VOTE_BITS: weakref.WeakKeyDictionary[Index, np.ndarray] = weakref.WeakKeyDictionary()
-
-
-def _vote_bits(index: Index) -> np.ndarray:
-    """Each directive's layers and topics as 0/1 columns (:data:`LAYERS`, then :data:`TOPICS`), built once per index.
-
-    Bits an index from a newer ruledex may set beyond today's vocabularies get no column: they are not
-    voted on. One byte per directive and name (24 KB for 1,000 directives).
-    """
-    bits = _VOTE_BITS.get(index)
-    if bits is None:
-        columns = [
-            (table[:, None].astype(np.int64) >> np.arange(len(vocab))) & 1
-            for table, vocab in ((index.dir_layers, LAYERS), (index.dir_topics, TOPICS))
-        ]
-        bits = np.hstack(columns).astype(np.uint8)
-        _VOTE_BITS[index] = bits
-    return bits
-
-
 def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict[str, float]]:
     """Layer and topic votes from the best candidates (lexical and semantic evidence combined).
 
     Each name's votes are its voters' weights added voter by voter, best voter first: one numpy
-    reduction down the rows of the voters' 0/1 name columns (:func:`_vote_bits`) times their weights,
+    reduction down the rows of the voters' 0/1 name columns (:attr:`Index.name_bits`) times their weights,
     which adds row after row (a reduction over rows of a matrix with more than one column is not
     pairwise), so the floats are those of a plain loop over the voters; adding a zero changes no sum.
     """
@@ -89,7 +68,7 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
         return {}, {}
     evidence = relative(got.bm25) + np.maximum(got.cosine - 0.3, 0.0) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
-    voters = _vote_bits(index)[got.ids[top]]
+    voters = index.name_bits[got.ids[top]]
     sums = np.add.reduce(np.multiply(voters, evidence[top, None], dtype=np.float64), axis=0).tolist()
     present = np.logical_or.reduce(voters, axis=0).tolist()
     votes = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,14 +110,7 @@ class TermWeights:
 
         Rows are summed in term order, so the same terms give the same floats in every process.
         """
-        return self.logits_of_rows(self.known_rows(terms))
-
-    def known_rows(self, terms: Iterable[str]) -> list[int]:
-        """The rows of the known ``terms``, ascending (the order :meth:`logits_of_rows` sums them in)."""
-        return sorted([r for r in map(self.rows.get, terms) if r is not None])  # type: ignore[union-attr]
-
-    def logits_of_rows(self, rows: list[int]) -> list[float]:
-        """:meth:`logits` of terms already looked up (:meth:`known_rows`), for scorers that share the rows."""
+        rows = sorted(r for r in map(self.rows.get, terms) if r is not None)  # type: ignore[union-attr]
         if not rows:
             return list(self.bias)
         return (np.add.reduce(self.matrix[rows], axis=0) + self._bias).tolist()
@@ -256,73 +249,41 @@ class TaskModel:
     neighbours: TaskNeighbours | None = None
     _layer_priors: tuple[float, ...] = field(init=False, repr=False, compare=False)
     _topic_base_rates: tuple[float, ...] = field(init=False, repr=False, compare=False)
-    _joint: TermWeights | None = field(init=False, repr=False, compare=False)
-    """Both models side by side (layer columns, then topic columns) when they know the same terms, as
-    the shipped one does: :meth:`evidence` then looks the terms up and sums their rows once for both.
-    Each column's sum runs down the rows exactly as in its own model's matrix, so the floats are the
-    same; it costs a copy of the weights (0.8 MB for the shipped model) and saves ~5 numpy calls a query."""
 
     def __post_init__(self) -> None:
-        """Derive each class's probability with no known term, and the joint scorer, once, not per query."""
+        """Derive each class's probability with no known term once, not per query."""
         object.__setattr__(self, "_layer_priors", tuple(_softmax(list(self.layers.bias))))
         object.__setattr__(self, "_topic_base_rates", tuple(_sigmoid(b) for b in self.topics.bias))
-        joint = None
-        if self.layers.terms == self.topics.terms:
-            joint = TermWeights(
-                self.layers.classes + self.topics.classes,
-                self.layers.bias + self.topics.bias,
-                self.layers.terms,
-                np.hstack([self.layers.matrix, self.topics.matrix]),
-                self.layers.rows,
-            )
-        object.__setattr__(self, "_joint", joint)
 
     def layer_probabilities(self, terms: Iterable[str]) -> dict[str, float]:
         """P(layer | terms), summing to 1 over the layers."""
         return dict(zip(self.layers.classes, _softmax(self.layers.logits(terms)), strict=True))
 
-    def layer_evidence(self, terms: Iterable[str]) -> dict[str, float]:
+    def layer_evidence(self, terms: Collection[str]) -> dict[str, float]:
         """How far each layer's probability rises above its prior (0 for the others).
 
         The prior is the model's odds for a task with no known word: the training set's mix of
         layers is not evidence about a task.
         """
-        probs = _softmax(self.layers.logits(terms))
-        return {
-            name: max(0.0, p - prior)
-            for name, p, prior in zip(self.layers.classes, probs, self._layer_priors, strict=True)
-        }
+        return dict(zip(self.layers.classes, self.evidence(terms)[0], strict=True))
 
     def topic_probabilities(self, terms: Iterable[str]) -> dict[str, float]:
         """P(topic applies | terms), each topic on its own."""
         return {name: _sigmoid(z) for name, z in zip(self.topics.classes, self.topics.logits(terms), strict=True)}
 
-    def topic_evidence(self, terms: Iterable[str]) -> dict[str, float]:
+    def topic_evidence(self, terms: Collection[str]) -> dict[str, float]:
         """How far each topic's probability rises above its base rate (0 for the others)."""
-        logits = self.topics.logits(terms)
-        return {
-            name: max(0.0, _sigmoid(z) - base)
-            for name, z, base in zip(self.topics.classes, logits, self._topic_base_rates, strict=True)
-        }
+        return dict(zip(self.topics.classes, self.evidence(terms)[1], strict=True))
 
-    def evidence(self, terms: Iterable[str]) -> tuple[list[float], list[float]]:
-        """:meth:`layer_evidence` and :meth:`topic_evidence` at once, as lists in each model's class order.
+    def evidence(self, terms: Collection[str]) -> tuple[list[float], list[float]]:
+        """Layer and topic evidence, as lists in each model's class order: what detection reads per query.
 
-        What detection calls once per query: the terms are looked up once, and with the joint
-        scorer both models' rows are summed in one numpy call; no dicts are built.
+        :meth:`layer_evidence` and :meth:`topic_evidence` without the dicts; ``g if g > 0.0 else 0.0``
+        is ``max(0.0, g)`` (0.0 for a fall, or NaN) without the call.
         """
-        if self._joint is None:
-            layer_logits, topic_logits = self.layers.logits(terms), self.topics.logits(terms)
-        else:
-            logits = self._joint.logits_of_rows(self._joint.known_rows(terms))
-            n_layers = len(self.layers.classes)
-            layer_logits, topic_logits = logits[:n_layers], logits[n_layers:]
+        layer_logits, topic_logits = self.layers.logits(terms), self.topics.logits(terms)
         layer_gains = [p - prior for p, prior in zip(_softmax(layer_logits), self._layer_priors, strict=True)]
-        topic_gains = [  # _sigmoid(z) - base, inlined: 16 calls a query
-            (1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))) - base
-            for z, base in zip(topic_logits, self._topic_base_rates, strict=True)
-        ]
-        # max(0.0, gain) without the builtin's call: the same float, 0.0 for a fall (or NaN)
+        topic_gains = [_sigmoid(z) - base for z, base in zip(topic_logits, self._topic_base_rates, strict=True)]
         return [g if g > 0.0 else 0.0 for g in layer_gains], [g if g > 0.0 else 0.0 for g in topic_gains]
 
 
