@@ -30,7 +30,16 @@ def test_query_imports_no_builder_dependency_and_no_mcp(bundled_index: Path) -> 
 def test_cli_help_imports_nothing_heavy() -> None:
     probe = (
         "import sys\nfrom ruledex.reader.cli import build_parser\nbuild_parser()\nprint([m for m in %r if m in sys.modules])"
-        % ([*HEAVY, "mcp", "numpy"])
+        % ([*HEAVY, "mcp", "numpy", "importlib.metadata"])
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "[]", "importlib.metadata costs ~30 ms a process: read the version only for --version"
+
+
+def test_version_is_read_when_asked() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from ruledex.reader.cli import main; main(['--version'])"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("ruledex ") and done.stdout.split()[1][0].isdigit()
