@@ -173,17 +173,19 @@ class Index:
         return float(self.manifest["keywords"]["avgdl"]) or 1.0
 
     @cached_property
-    def name_bits(self) -> np.ndarray:
-        """Each directive's layers and topics as 0/1 columns (:data:`LAYERS`, then :data:`TOPICS`), uint8.
+    def name_bits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each directive's layers and topics as 0/1 uint8 columns (in :data:`LAYERS`, :data:`TOPICS` order).
 
-        What retrieval feedback sums its voters' weights over, built once (24 KB for 1,000 directives).
-        Bits an index from a newer ruledex sets beyond today's vocabularies get no column.
+        What retrieval feedback sums its voters' weights over: unpacked once from the bit masks (4 ms
+        and 2.4 MB at 100k directives). Bits an index from a newer ruledex sets beyond today's
+        vocabularies get no column.
         """
-        columns = [
-            (table[:, None].astype(np.int64) >> np.arange(len(vocab))) & 1
-            for table, vocab in ((self.dir_layers, LAYERS), (self.dir_topics, TOPICS))
-        ]
-        return np.hstack(columns).astype(np.uint8)
+        out = []
+        for table, vocab in ((self.dir_layers, LAYERS), (self.dir_topics, TOPICS)):
+            raw = np.ascontiguousarray(table, table.dtype.newbyteorder("<")).view(np.uint8)
+            bits = np.unpackbits(raw.reshape(len(table), -1), axis=1, bitorder="little")
+            out.append(np.ascontiguousarray(bits[:, : len(vocab)]))
+        return out[0], out[1]
 
     @cached_property
     def commit(self) -> str:

@@ -60,20 +60,22 @@ def feedback_votes(index: Index, got: Retrieval) -> tuple[dict[str, float], dict
     """Layer and topic votes from the best candidates (lexical and semantic evidence combined).
 
     Each name's votes are its voters' weights added voter by voter, best voter first: one numpy
-    reduction down the rows of the voters' 0/1 name columns (:attr:`Index.name_bits`) times their weights,
-    which adds row after row (a reduction over rows of a matrix with more than one column is not
-    pairwise), so the floats are those of a plain loop over the voters; adding a zero changes no sum.
+    reduction down the rows of the voters' 0/1 name columns (:attr:`Index.name_bits`) times their
+    weights, which adds row after row (a reduction over the rows of a matrix with more than one column
+    is not pairwise), so the floats are those of a plain loop over the voters; adding a zero changes
+    no sum.
     """
     if not len(got.ids):
         return {}, {}
     evidence = relative(got.bm25) + np.maximum(got.cosine - 0.3, 0.0) * 2.0
     top = np.lexsort((got.ids, -evidence))[:FEEDBACK_DEPTH]
-    voters = index.name_bits[got.ids[top]]
-    sums = np.add.reduce(np.multiply(voters, evidence[top, None], dtype=np.float64), axis=0).tolist()
-    present = np.logical_or.reduce(voters, axis=0).tolist()
+    voters, weights = got.ids[top], evidence[top, None]
     votes = []
-    for start, vocab in ((0, LAYERS), (len(LAYERS), TOPICS)):
-        tally = {name: sums[start + b] for b, name in enumerate(vocab) if present[start + b] and name != ANY_LAYER}
+    for table, vocab in zip(index.name_bits, (LAYERS, TOPICS), strict=True):
+        bits = table[voters]  # voters x names, 0/1 (Index.name_bits)
+        sums = np.add.reduce(np.multiply(bits, weights, dtype=np.float64), axis=0).tolist()
+        present = np.logical_or.reduce(bits, axis=0).tolist()
+        tally = {name: sums[b] for b, name in enumerate(vocab) if present[b] and name != ANY_LAYER}
         peak = max(tally.values(), default=0.0)
         votes.append({k: FEEDBACK_WEIGHT * v / peak for k, v in tally.items()} if peak > 0 else {})
     return votes[0], votes[1]
