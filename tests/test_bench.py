@@ -674,3 +674,27 @@ def test_applicable_every_judged_statement_resolves_and_blocks_show_the_always_a
     assert result["shown"]["always"] > 0.8 > result["shown"]["picked"]  # core.md follows every answer
     wider = run(index.path, list(ROUNDS), {"maxItems": 12, "tokenBudget": 1500})
     assert wider["shown"]["picked"] > result["shown"]["picked"] and wider["tokens"] > result["tokens"]
+
+
+def test_instruction_counts_are_per_warm_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """bench.instructions subtracts a run without counted rounds, so imports and the warm-up cancel out."""
+    from bench import instructions
+    from bench.tasks import TASKS
+
+    totals = {0: 5_000_000_000, 2: 5_000_000_000 + 2 * len(TASKS) * 3_000_000}
+    monkeypatch.setattr(instructions.shutil, "which", lambda _: "/usr/bin/valgrind")
+    monkeypatch.setattr(instructions, "instructions", lambda _index, rounds: totals[rounds])
+    index = tmp_path / "x.ruledex"
+    assert instructions.main([str(index)]) == 0
+    monkeypatch.setattr(instructions.shutil, "which", lambda _: None)
+    assert instructions.main([str(index)]) == 2
+
+
+def test_instruction_counts_name_the_index(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import instructions
+    from bench.tasks import TASKS
+
+    monkeypatch.setattr(instructions.shutil, "which", lambda _: "/usr/bin/valgrind")
+    monkeypatch.setattr(instructions, "instructions", lambda _index, rounds: 1_000 + rounds * len(TASKS) * 2_500_000)
+    instructions.main(["a.ruledex", "--rounds", "3"])
+    assert capsys.readouterr().out == f"a.ruledex: 2,500k instructions per query (3 x {len(TASKS)} queries)\n"
