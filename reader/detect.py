@@ -22,7 +22,7 @@ from .paths import PathEvidence
 from .task_model import NeighbourEvidence, TaskModel, shipped_model
 from .technologies import api_technologies, named_technologies
 from .text import keywords_of, stem, words
-from .vocab import LAYERS, TOPICS
+from .vocab import LAYER_POSITION, LAYERS, TOPIC_POSITION, TOPICS
 
 MODES = ("architect", "code", "debug")
 
@@ -274,7 +274,7 @@ class Detection:
         ties = [
             k for k, v in self.layer_scores.items() if k != self.layer and v >= max(MIN_LAYER_SCORE, NEAR_TIE * best)
         ]
-        return (self.layer, *sorted(ties, key=LAYERS.index))
+        return (self.layer, *sorted(ties, key=LAYER_POSITION.__getitem__))
 
     def alternatives(self, n: int = 2) -> list[dict[str, float | str]]:
         """The next-best layers, each with the confidence it would have had against the detected one.
@@ -319,10 +319,7 @@ def task_terms(text: str) -> tuple[list[str], set[str]]:
     for phrase, replacement in _PHRASE_FOLDS:
         folded = folded.replace(phrase, replacement)
     raw = words(folded)
-    terms = set(keywords_of(raw))  # expand()'s terms, as a set: no order to keep
-    for term in [t for t in terms if t in SYNONYMS]:
-        terms.update(stem(extra) for extra in SYNONYMS[term])
-    return raw, terms | {w for w in raw if w in TOPIC_TERMS or "-" in w}
+    return raw, set(expand(keywords_of(raw))) | {w for w in raw if w in TOPIC_TERMS or "-" in w}
 
 
 def _inverted(
@@ -353,9 +350,6 @@ _LAYER_INDEX = _inverted(LAYER_TERMS, LAYER_WEIGHTS)
 _TOPIC_INDEX = _inverted(TOPIC_TERMS)
 _LAYER_NAMES = tuple(LAYER_TERMS)
 _TOPIC_NAMES = tuple(TOPIC_TERMS)
-_LAYER_ORDER = {name: i for i, name in enumerate(LAYERS)}
-_TOPIC_ORDER = {name: i for i, name in enumerate(TOPICS)}
-"""Each name's position in the vocabulary, the tie-break of equal scores (a dict lookup, not ``tuple.index``)."""
 
 
 def _add_learnt(
@@ -505,7 +499,7 @@ def detect(
     layer_scores.pop("*", None)
     if model is not None and model.neighbours is not None and any(own):
         _add_neighbours(layer_scores, topic_scores, model.neighbours.evidence(term_set), weights, own)
-    ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], _LAYER_ORDER[kv[0]]))
+    ranked = sorted(layer_scores.items(), key=lambda kv: (-kv[1], LAYER_POSITION[kv[0]]))
     best, best_score = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
     layer = best if best_score >= MIN_LAYER_SCORE else None
@@ -513,7 +507,7 @@ def detect(
     evident = tuple(
         sorted(
             (name for name, score in topic_scores.items() if score >= MIN_TOPIC_SCORE),  # a few of the 16
-            key=lambda name: (-topic_scores[name], _TOPIC_ORDER[name]),
+            key=lambda name: (-topic_scores[name], TOPIC_POSITION[name]),
         )
     )[:EVIDENT_TOPICS]
     top_topic = topic_scores[evident[0]] if evident else 0.0

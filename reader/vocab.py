@@ -60,6 +60,10 @@ TOPICS: tuple[str, ...] = (
 )
 """Topics, in bit order (at most 32: the index stores them in a uint32 mask)."""
 
+LAYER_POSITION: dict[str, int] = {name: i for i, name in enumerate(LAYERS)}
+TOPIC_POSITION: dict[str, int] = {name: i for i, name in enumerate(TOPICS)}
+"""Each name's place (and bit) in its vocabulary: a dict lookup where ``tuple.index`` would scan."""
+
 SCOPES: tuple[str, ...] = ("global", "team", "project")
 
 CORE_MARKER = "*"
@@ -79,7 +83,7 @@ def topic_mask(topics: tuple[str, ...] | list[str]) -> int:
     mask = 0
     for name in topics:
         if name in TOPICS:
-            mask |= 1 << TOPICS.index(name)
+            mask |= 1 << TOPIC_POSITION[name]
     return mask
 
 
