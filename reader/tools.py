@@ -299,7 +299,7 @@ def search_knowledge(
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
     topics = [name for t in tags if (name := canonical(t, TOPICS)) is not None]
-    words = [t for t in tags if t.strip().lower() not in TOPICS]
+    words = [t for t in tags if canonical(t, TOPICS) is None]
     options = {"strictLayer": category is not None, "layer": category, "topicsBias": topics}
     answer = query_directives(index, " ".join([query, *words]), None, {**options, "maxItems": 12, "tokenBudget": 8000})
     if answer["diagnostics"]["retrievalStats"]["considered"] == 0:
