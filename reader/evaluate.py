@@ -79,7 +79,7 @@ def _labeled(raw: Any) -> LabeledQuery:
     score every system as wrong on that task, so a typo would pass for a ranking result.
     """
     if not isinstance(raw, dict):
-        raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+        raise ValueError(f"expected a JSON object, got {json_kind(raw)}")
     missing = [key for key in ("id", "task", "relevant") if key not in raw]
     if missing:
         raise ValueError(f'missing "{missing[0]}"')
