@@ -17,7 +17,8 @@ Log levels: WARNING when the server cannot be used at all (refused, timed out, H
 that is not the API's shape: the configuration needs fixing); DEBUG when the model answered but its
 answer was rejected (a weak model does that now and then; the built-in detection stands).
 
-Standard library only (:mod:`http.client`, :mod:`json`), so the reader stays light.
+Standard library only (:mod:`http.client`, :mod:`json`), so the reader stays light; :mod:`http.client` is
+imported only when a model is asked (with :mod:`ssl` and :mod:`email` it costs ~40 ms of every process).
 :mod:`urllib.request` is not used: its timeout bounds each socket operation, not the call, so a
 server that trickles bytes could hold a query for minutes; and it would send a request for
 ``localhost`` through ``HTTP_PROXY`` unless ``no_proxy`` says otherwise. This module connects
@@ -40,21 +41,22 @@ Variable                    Flag             Meaning
 from __future__ import annotations
 
 import dataclasses
-import http.client
 import io
 import json
 import logging
 import math
 import os
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlsplit
 
 from .detect import Detection
 from .vocab import ANY_LAYER, LAYER_HINTS, TASK_LAYERS, TOPICS
+
+if TYPE_CHECKING:
+    import socket
 
 log = logging.getLogger("ruledex.llm")
 
@@ -283,6 +285,8 @@ def llm_detect(text: str, config: LLMConfig) -> LLMAnswer | None:
     """
     if not text.strip():
         return None
+    import http.client  # ~40 ms with ssl and email: only a configured model pays for it, not every query
+
     started = time.monotonic()
     endpoint = config.endpoint
     try:
@@ -342,6 +346,8 @@ def _request_body(text: str, config: LLMConfig) -> bytes:
 
 def _post(url: str, body: bytes, config: LLMConfig, deadline: float) -> bytes:
     """POST ``body`` and return the reply body, all before ``deadline`` (``time.monotonic``)."""
+    import http.client
+
     parts = urlsplit(url)
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = cls(cast(str, parts.hostname), parts.port, timeout=config.timeout)

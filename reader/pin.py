@@ -32,12 +32,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.client import HTTPException
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.error import HTTPError
 from urllib.parse import urlsplit
-from urllib.request import Request, urlopen
 
 from .errors import ArtifactError, ConfigError
 from .format import SUFFIX, file_sha256, fsync_dir, open_artifact, verify, write_bytes_atomic
@@ -327,6 +324,10 @@ def _user_agent() -> str:
 
 def _request(url: str, offset: int, timeout: float) -> Any:
     """Open ``url``, from byte ``offset`` if non-zero; None when the server cannot continue (416)."""
+    from http.client import HTTPException  # the network modules cost ~40 ms to import: only a download needs them
+    from urllib.error import HTTPError
+    from urllib.request import Request, urlopen
+
     headers = {"User-Agent": _user_agent()}
     if offset:
         headers["Range"] = f"bytes={offset}-"
@@ -355,6 +356,8 @@ def _content_range(value: str | None) -> tuple[int | None, int | None]:
 
 def _stream(url: str, response: BinaryIO, fh: BinaryIO, digest: Any, received: int, total: int | None) -> None:
     """Copy the body into ``fh`` and the hash; raise, keeping what arrived, if it ends early."""
+    from http.client import HTTPException  # imported by _request already
+
     # read1 returns whatever has arrived, so a stall or a cut keeps every received byte for the resume
     read = getattr(response, "read1", response.read)
     of_total = f" of {total:,}" if total is not None else ""
