@@ -427,6 +427,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     chosen_from_dist = not paths and config is None  # then follow the newest build there; a pin is exact
     return serve(
         pinned_sha256=pinned,
+        pin_config=config,
         follow=Path(DIST).absolute() if chosen_from_dist else None,
         index_path=find_index(str(paths[0]) if paths else None),
         layers=[Path(p) for p in paths[1:]],
