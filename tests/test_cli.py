@@ -196,6 +196,8 @@ def test_paths_that_are_not_what_the_command_needs_are_one_line_errors(
     monkeypatch.chdir(tmp_path)
     code, _, err = run(["check", str(tmp_path / "nope")], capsys)
     assert code == 1 and "not a folder of rule documents" in err, "a typo in CI must not go green"
+    code, _, err = run(["build", "-q"], capsys)  # no rules/ here: a team with only Cursor rules or an AGENTS.md
+    assert code == 1 and "`.` reads a repository's .cursor/rules, AGENTS.md" in err
     code, _, err = run(["build", str(RULES), "--name", "../../evil", "-q"], capsys)
     assert code == 1 and "--name" in err and not list(tmp_path.parent.glob("evil*"))
     (tmp_path / "folder").mkdir()
