@@ -224,7 +224,8 @@ def write_pin(config: Path, pin: Pin) -> None:
     if config.name == PYPROJECT:
         raise ConfigError(
             f"{config}: ruledex does not edit pyproject.toml (rewriting it safely needs a TOML writer that keeps "
-            f"your comments and layout); paste these lines into it yourself:\n\n{format_pin(pin, '[tool.ruledex.index]')}\n"
+            f"your comments and layout); paste these lines into it yourself, replacing its [tool.ruledex.index] table "
+            f"if it has one (TOML refuses a table defined twice):\n\n{format_pin(pin, '[tool.ruledex.index]')}\n"
             f"or pin into a ruledex.toml instead: `ruledex pin {pin.source} --config {config.with_name(CONFIG_NAME)}`"
         )
     if config.exists():
