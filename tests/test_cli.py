@@ -103,6 +103,8 @@ def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.Captur
     assert "\nWhen to apply: " in out and "\nExample tasks: " in out  # what tasks are matched against
     code, out, err = run(["show", "secur", "--index", idx], capsys)
     assert code == 1 and "closest: security" in err
+    code, out, err = run(["show", "zzzz", "--index", idx], capsys)
+    assert code == 1 and "closest" not in err and "no domain is spelled like it (see `ruledex list`)" in err
     code, out, _ = run(["info", idx], capsys)
     assert code == 0 and "directives" in out and "model:" in out
     assert re.search(r"246 directives, \d+ example tasks", out)  # the bundled rules' examples are matched too

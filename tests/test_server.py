@@ -159,6 +159,8 @@ def test_list_rules_and_get_rules(server: RuledexServer, index: Index) -> None:
 def test_get_rules_with_an_unknown_domain_suggests_the_closest(server: RuledexServer) -> None:
     text = error_text(call(server, "get_rules", {"domain": "secur"}))
     assert "secur" in text and "security" in text and "list_rules" in text
+    text = error_text(call(server, "get_rules", {"domain": "zzzz"}))  # it named the first three ids as "closest"
+    assert "closest" not in text and "no domain is spelled like it" in text and "list_rules" in text
 
 
 def test_search_knowledge(server: RuledexServer) -> None:
