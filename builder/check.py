@@ -25,12 +25,18 @@ from .source import RULEDEX, read_sources, rules_folder, split_generated
 EXAMPLE_DEPTH = 3
 
 
-def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> list[Finding]:
+def example_findings(
+    index_path: Path, texts: dict[str, str], strict: bool, written: dict[str, tuple[str, ...]] | None = None
+) -> list[Finding]:
     """Each rule's example tasks must name that rule among the first three documents cited.
 
     The index matches a task against every rule's example tasks too, so each example is asked with
     itself left out: the rule's content and its other examples must find it. A rule that always
     applies is in every answer whatever the task, so its examples pass.
+
+    ``written``: each file's example tasks as the files say them, when the index was given rather
+    than built here; a rule whose index holds other ones is reported, since an index built before
+    the examples changed checks the old ones and passes the new ones unseen.
     """
     from ruledex.reader.evaluate import ruledex_ranking
     from ruledex.reader.index import Index
@@ -40,6 +46,20 @@ def example_findings(index_path: Path, texts: dict[str, str], strict: bool) -> l
 
     out = []
     with Index(index_path) as index:
+        held = {rule.path: tuple(rule.examples) for rule in index.rules()}
+        for path, examples in sorted((written or {}).items()):
+            if examples != held.get(path, ()):
+                out.append(
+                    Finding(
+                        path,
+                        _key_line(texts.get(path, ""), path, "examples"),
+                        1,
+                        "warning",
+                        f"{index_path} holds other example tasks for this rule than the file (built before they "
+                        "changed?); rebuild it, or leave out --index to check these",
+                        "stale-index",
+                    )
+                )
         for number, rule in enumerate(index.rules()):
             if rule.always_apply:
                 continue
@@ -135,7 +155,8 @@ def check(
     if examples and parsed and not any(f.level == "error" and f.code in ("schema", "duplicate-id") for f in findings):
         texts = {doc.rule.path: text for doc, text in parsed}
         if index_path is not None:
-            findings.extend(example_findings(index_path, texts, strict))
+            written = {doc.rule.path: tuple(doc.rule.examples) for doc, _ in parsed}
+            findings.extend(example_findings(index_path, texts, strict, written))
         else:
             with tempfile.TemporaryDirectory(prefix="ruledex-check-") as tmp:
                 out = Path(tmp) / "check.ruledex"

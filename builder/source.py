@@ -227,11 +227,18 @@ def shown_path(folder: str, path: str) -> str:
 
 
 def rules_folder(rules_dir: Path | str | None) -> Path:
-    """``rules_dir`` as a folder to read rules from; a :class:`ConfigError` when it is not one."""
+    """``rules_dir`` as a folder to read rules from; a :class:`ConfigError` when it is not one.
+
+    The default is ``rules/``; a team with only Cursor rules or an ``AGENTS.md`` has none, so the
+    message says that ``.`` reads those.
+    """
     from ruledex.reader.errors import ConfigError
 
     if rules_dir is None or not Path(rules_dir).is_dir():
-        raise ConfigError(f"{rules_dir}: not a folder of rule documents; pass the folder that holds your *.md rules")
+        raise ConfigError(
+            f"{rules_dir}: not a folder of rule documents; pass the folder that holds your rules "
+            "(`.` reads a repository's .cursor/rules, AGENTS.md, CLAUDE.md and Copilot instructions)"
+        )
     return Path(rules_dir)
 
 

@@ -60,8 +60,11 @@ def render_rule(index: Any, i: int) -> str:
 
 
 def closest_domains(index: Any, domain: str, n: int = 3) -> list[str]:
-    """The rule ids most like an unknown ``domain`` (difflib ratio, then substring)."""
+    """The rule ids most like an unknown ``domain`` (difflib ratio, then substring); none when none is.
+
+    Not the first ids instead: offered as "closest", an unrelated rule is what an assistant fetches next.
+    """
     ids = [r.id for r in index.rules()]
     close = difflib.get_close_matches(domain.lower(), ids, n=n, cutoff=0.3)
     extra = [i for i in ids if domain.lower() in i.lower() and i not in close]
-    return (close + extra)[:n] or ids[:n]
+    return (close + extra)[:n]

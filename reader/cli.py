@@ -237,9 +237,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         i = index.find_rule(args.domain)
         if i is None:
             close = closest_domains(index, args.domain)
+            nearest = f"closest: {', '.join(close)}" if close else "no domain is spelled like it"
             raise ConfigError(
                 f"no rule {args.domain!r} in {index.path}; "
-                + (f"closest: {', '.join(close)} (see `ruledex list`)" if close else "the index holds no rules")
+                + (f"{nearest} (see `ruledex list`)" if index.n_rules else "the index holds no rules")
             )
         if args.json:
             _print_json({**rule_summary(index.rule(i)), "content": render_rule(index, i)})
@@ -427,6 +428,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     chosen_from_dist = not paths and config is None  # then follow the newest build there; a pin is exact
     return serve(
         pinned_sha256=pinned,
+        pin_config=config,
         follow=Path(DIST).absolute() if chosen_from_dist else None,
         index_path=find_index(str(paths[0]) if paths else None),
         layers=[Path(p) for p in paths[1:]],

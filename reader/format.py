@@ -642,13 +642,13 @@ def compare_sidecar(path: Path, sha: str | None = None) -> str:
         words = side.read_text(encoding="utf-8").split()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-        raise _fail(path, f"its sidecar {side.name} cannot be read ({reason}); delete it, or rebuild") from None
+        raise _fail(path, f"its sidecar {side} cannot be read ({reason}); delete it, or rebuild") from None
     expected = words[0] if words else ""
     sha = sha or file_sha256(path)
     if expected != sha:
         raise _fail(
             path,
-            f"sha256 {sha} does not match {side.name} ({expected or 'empty'}); the file changed after it was built: "
-            f"rebuild it (or download it again with its sidecar), or delete {side.name} if you changed the file on purpose",
+            f"sha256 {sha} does not match {side} ({expected or 'empty'}); the file changed after it was built: "
+            f"rebuild it (or download it again with its sidecar), or delete {side} if you changed the file on purpose",
         )
     return "ok"

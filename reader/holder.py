@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from . import format as fmt
 from .errors import ArtifactError
 from .index import Index
-from .pin import verify_pinned
+from .pin import CONFIG_NAME, from_here, verify_pinned
 
 log = logging.getLogger("ruledex.server")
 T = TypeVar("T")
@@ -85,18 +85,21 @@ class IndexHolder:
         *,
         check_interval: float = 1.0,
         pinned_sha256: str | None = None,
+        pin_config: Path | None = None,
         follow: Path | None = None,
     ) -> None:
         """Open and check ``path`` (raises :class:`~ruledex.reader.errors.ArtifactError`); look for a new file at most every ``check_interval`` s.
 
         With ``pinned_sha256`` (the project pins its index), a replacement is served only if it is
-        the pinned file: a pin means one exact rule set, even under hot reload. With ``follow`` (the
+        the pinned file: a pin means one exact rule set, even under hot reload; ``pin_config``, the
+        config file that pins it, is named when a replacement is refused. With ``follow`` (the
         folder the index was chosen from, ``./dist`` without ``--index`` or a pin), a newer
         ``*.ruledex`` there is served instead once it verifies: a rebuild writes a new file name.
         """
         self.path = Path(path)
         self.check_interval = check_interval
         self.pinned_sha256 = pinned_sha256
+        self.pin_config = pin_config
         self.follow = Path(follow) if follow is not None else None
         self._folder_seen: int | None = None
         fmt.check_sections(self.path)  # every section's checksum, as a reload checks: never serve a damaged file
@@ -220,7 +223,13 @@ class IndexHolder:
             # of the whole file either (~1 ms per MB, paid inside a request): a pin hashes it below
             fmt.check_sections(path)
             if self.pinned_sha256 is not None:
-                verify_pinned(path, self.pinned_sha256)
+                verify_pinned(
+                    path,
+                    self.pinned_sha256,
+                    origin=str(self.pin_config or CONFIG_NAME),
+                    source=from_here(path),
+                    serving=True,
+                )
             new = Loaded(Index(path), signature)
             new.warm()
         except Exception as exc:  # whatever is wrong with a new file, the old index keeps serving

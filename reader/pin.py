@@ -224,7 +224,8 @@ def write_pin(config: Path, pin: Pin) -> None:
     if config.name == PYPROJECT:
         raise ConfigError(
             f"{config}: ruledex does not edit pyproject.toml (rewriting it safely needs a TOML writer that keeps "
-            f"your comments and layout); paste these lines into it yourself:\n\n{format_pin(pin, '[tool.ruledex.index]')}\n"
+            f"your comments and layout); paste these lines into it yourself, replacing its [tool.ruledex.index] table "
+            f"if it has one (TOML refuses a table defined twice):\n\n{format_pin(pin, '[tool.ruledex.index]')}\n"
             f"or pin into a ruledex.toml instead: `ruledex pin {pin.source} --config {config.with_name(CONFIG_NAME)}`"
         )
     if config.exists():
@@ -457,21 +458,28 @@ def from_here(path: Path) -> str:
         return str(path)
 
 
-def verify_pinned(path: Path, expected: str, *, origin: str = CONFIG_NAME, source: str = "") -> None:
+def verify_pinned(
+    path: Path, expected: str, *, origin: str = CONFIG_NAME, source: str = "", serving: bool = False
+) -> None:
     """Check that ``path`` has the pinned sha256; done every time a pin is resolved.
 
     The cost is one streamed sha256 of the file (~8.5 ms for the bundled 8.6 MB index, warm), paid
     once per ``ruledex query`` or server start, against opening an index that is not the pinned one.
+    ``serving``: the check of a running server's hot reload, whose remedy needs a restart too (the
+    server reads the pin once, at start, so re-pinning alone leaves it refusing the new file).
 
     Raises:
         ArtifactError: naming both hashes, or that the file is missing.
     """
     path = Path(path)
+    then = " and restart `ruledex serve` (it reads the pin once, at start)" if serving else ""
     try:
         actual = file_sha256(path)
     except FileNotFoundError:
         raise ArtifactError(
-            str(path), "", f"no such file, pinned by {origin}; build or restore it, or re-pin with `ruledex pin FILE`"
+            str(path),
+            "",
+            f"no such file, pinned by {origin}; build or restore it, or re-pin with `ruledex pin FILE`{then}",
         ) from None
     except OSError as exc:
         raise ArtifactError(str(path), "", f"cannot read the pinned index ({exc.strerror})") from None
@@ -480,7 +488,7 @@ def verify_pinned(path: Path, expected: str, *, origin: str = CONFIG_NAME, sourc
             str(path),
             "",
             f"expected sha256 {expected} ({origin}) but the file has {actual}; it changed after it was pinned: "
-            f"restore the pinned version or re-pin with `ruledex pin {source or path}`",
+            f"restore the pinned version or re-pin with `ruledex pin {source or path}`{then}",
         )
 
 

@@ -679,17 +679,19 @@ def serve(
     http: str | None,
     log_queries: Path | None,
     pinned_sha256: str | None = None,
+    pin_config: Path | None = None,
     layers: list[Path] | None = None,
     follow: Path | None = None,
 ) -> int:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP).
 
+    ``pin_config``: the config that pins ``pinned_sha256``, named when a replacement is refused.
     ``follow``: the folder the index was chosen from (``./dist``), whose newest index is served.
     """
     _configure_logging()
     address = parse_http(http) if http else None
     query_log = QueryLog(log_queries) if log_queries else None
-    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256, follow=follow)
+    holder = IndexHolder(Path(index_path), pinned_sha256=pinned_sha256, pin_config=pin_config, follow=follow)
     extra: list[IndexHolder] = []
     sock = None
     try:

@@ -223,10 +223,10 @@ def _no_rule(domain: str, searched: list[Index], in_index: str | None, elsewhere
         return f"domain: no rule {domain!r} in index {in_index!r}; it is in: {', '.join(elsewhere)}"
     close = list(dict.fromkeys(d for ix in searched for d in closest_domains(ix, domain)))[:3]
     where = "this index" if in_index is None else f"index {in_index!r}"
-    return (
-        f"domain: no rule {domain!r} in {where}; closest: {', '.join(close) or '(the index is empty)'}. "
-        "Call list_rules to see every domain."
-    )
+    if not any(ix.n_rules for ix in searched):
+        return f"domain: no rule {domain!r} in {where}; the index is empty."
+    nearest = f"closest: {', '.join(close)}" if close else "no domain is spelled like it"
+    return f"domain: no rule {domain!r} in {where}; {nearest}. Call list_rules to see every domain."
 
 
 DETECT_OPTIONS = ("returnKeywords", "confidenceThreshold", "modeSlug", "files")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ruledex.builder.build import build
 from ruledex.builder.check import check
 from ruledex.builder.lint import secrets_in
 from ruledex.reader.cli import main
@@ -102,6 +103,23 @@ def test_examples_check_builds_an_index_and_reports_misses(tmp_path: Path, capsy
     misses = [f for f in findings if f["code"] == "example-miss"]
     assert [m["message"].split("'")[1] for m in misses] == ["Paint the logo purple"]
     assert main(["check", str(rules), "--examples", "--strict"]) == 1
+
+
+def test_examples_against_an_index_built_before_they_changed_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--index`` checked the index's old examples: a new example that misses passed unseen."""
+    body = "## Migrations\n\n- [MUST] Make every database schema migration reversible with a tested down step."
+    doc = rule_doc(body, id="db").replace("examples: [Add an endpoint, Change an endpoint]", "examples: []")
+    rules = write_rules(tmp_path / "rules", {"db.md": doc})
+    index = build(rules, tmp_path / "old.ruledex").path
+    assert main(["check", str(rules), "--examples", "--index", str(index), "--json"]) == 0
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "stale-index"]
+    (rules / "db.md").write_text(doc.replace("examples: []", "examples: [Paint the logo purple]"), encoding="utf-8")
+    assert main(["check", str(rules), "--examples", "--index", str(index), "--json"]) == 0
+    stale = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "stale-index"]
+    assert [(f["path"], f["level"]) for f in stale] == [("db.md", "warning")]
+    assert "rebuild it, or leave out --index" in stale[0]["message"]
 
 
 def test_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,6 +103,8 @@ def test_detect_list_show_info_verify(bundled_index: Path, capsys: pytest.Captur
     assert "\nWhen to apply: " in out and "\nExample tasks: " in out  # what tasks are matched against
     code, out, err = run(["show", "secur", "--index", idx], capsys)
     assert code == 1 and "closest: security" in err
+    code, out, err = run(["show", "zzzz", "--index", idx], capsys)
+    assert code == 1 and "closest" not in err and "no domain is spelled like it (see `ruledex list`)" in err
     code, out, _ = run(["info", idx], capsys)
     assert code == 0 and "directives" in out and "model:" in out
     assert re.search(r"246 directives, \d+ example tasks", out)  # the bundled rules' examples are matched too
@@ -196,6 +198,8 @@ def test_paths_that_are_not_what_the_command_needs_are_one_line_errors(
     monkeypatch.chdir(tmp_path)
     code, _, err = run(["check", str(tmp_path / "nope")], capsys)
     assert code == 1 and "not a folder of rule documents" in err, "a typo in CI must not go green"
+    code, _, err = run(["build", "-q"], capsys)  # no rules/ here: a team with only Cursor rules or an AGENTS.md
+    assert code == 1 and "`.` reads a repository's .cursor/rules, AGENTS.md" in err
     code, _, err = run(["build", str(RULES), "--name", "../../evil", "-q"], capsys)
     assert code == 1 and "--name" in err and not list(tmp_path.parent.glob("evil*"))
     (tmp_path / "folder").mkdir()

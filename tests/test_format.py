@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import struct
@@ -125,11 +126,17 @@ def test_verify_catches_a_flipped_data_byte(tmp_path: Path, bundled_index: Path)
         fmt.verify(bad)
 
 
-def test_verify_catches_a_sidecar_mismatch(tmp_path: Path, bundled_index: Path) -> None:
-    copy = tmp_path / "copy.ruledex"
+def test_verify_catches_a_sidecar_mismatch(
+    tmp_path: Path, bundled_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remedy names the sidecar by the path given: ``delete copy.ruledex.sha256`` from elsewhere deletes nothing."""
+    monkeypatch.chdir(tmp_path)
+    copy = Path("vendor") / "copy.ruledex"
+    copy.parent.mkdir()
     shutil.copy(bundled_index, copy)
     fmt.sidecar_path(copy).write_text("0" * 64 + "  copy.ruledex\n")
-    with pytest.raises(ArtifactError, match=r"does not match copy\.ruledex\.sha256"):
+    side = re.escape(str(fmt.sidecar_path(copy)))
+    with pytest.raises(ArtifactError, match=rf"does not match {side} .*or delete {side} if"):
         fmt.verify(copy)
 
 
@@ -242,7 +249,7 @@ def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
     shutil.copy(bundled_index, folder_side)
     fmt.sidecar_path(folder_side).mkdir()
     assert main(["verify", str(folder_side)]) == 1
-    assert f"{folder_side}: its sidecar a.ruledex.sha256 cannot be read" in capsys.readouterr().err
+    assert f"{folder_side}: its sidecar {fmt.sidecar_path(folder_side)} cannot be read" in capsys.readouterr().err
     before = folder_side.read_bytes()
     assert main(["build", str(RULES), "--out", str(folder_side), "-q", "--name", "other"]) == 1  # not half-written
     assert "a.ruledex.sha256: is a folder" in capsys.readouterr().err and folder_side.read_bytes() == before
@@ -251,7 +258,10 @@ def test_a_sidecar_that_cannot_be_read_is_named_not_a_traceback(
     fmt.sidecar_path(binary_side).write_bytes(b"\xff\xfe")
     assert main(["verify", str(binary_side), "--json"]) == 1
     out, err = capsys.readouterr()
-    assert json.loads(out)["ok"] is False and "its sidecar b.ruledex.sha256 cannot be read (not UTF-8 text)" in err
+    assert (
+        json.loads(out)["ok"] is False
+        and f"its sidecar {fmt.sidecar_path(binary_side)} cannot be read (not UTF-8 text)" in err
+    )
 
 
 def test_a_manifest_value_of_the_wrong_type_is_named_before_the_sidecar_is_read(

@@ -553,6 +553,7 @@ def test_cli_pin_into_pyproject_prints_the_lines_to_paste(
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["pin", str(bundled_index)], capsys)
     assert code == 1 and "[tool.ruledex.index]" in err and file_sha256(bundled_index) in err
+    assert "replacing its [tool.ruledex.index] table if it has one" in err, "pasted beside it, the TOML breaks"
 
 
 def test_a_config_that_is_a_folder_or_not_utf8_is_named_not_a_traceback(

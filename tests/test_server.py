@@ -159,6 +159,8 @@ def test_list_rules_and_get_rules(server: RuledexServer, index: Index) -> None:
 def test_get_rules_with_an_unknown_domain_suggests_the_closest(server: RuledexServer) -> None:
     text = error_text(call(server, "get_rules", {"domain": "secur"}))
     assert "secur" in text and "security" in text and "list_rules" in text
+    text = error_text(call(server, "get_rules", {"domain": "zzzz"}))  # it named the first three ids as "closest"
+    assert "closest" not in text and "no domain is spelled like it" in text and "list_rules" in text
 
 
 def test_search_knowledge(server: RuledexServer) -> None:
@@ -645,19 +647,29 @@ def test_every_tool_and_argument_is_documented(server: RuledexServer) -> None:
     assert mode_instructions() in docs, "docs/mcp.md shows the mode snippet the server sends"
 
 
-def test_hot_reload_refuses_a_replacement_that_breaks_the_pin(tmp_path: Path, bundled_index: Path) -> None:
-    """A pinned index stays pinned: a rebuilt file with another sha256 is not swapped in."""
+def test_hot_reload_refuses_a_replacement_that_breaks_the_pin(
+    tmp_path: Path, bundled_index: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pinned index stays pinned: a rebuilt file with another sha256 is not swapped in.
+
+    The refusal names the config that pins it (it said ``ruledex.toml`` for a pin in
+    ``pyproject.toml`` or a parent folder), and says that after re-pinning the server must be
+    restarted: it reads the pin once, so re-pinning alone left it refusing the new file.
+    """
     from ruledex.reader.format import file_sha256
 
     served = tmp_path / "served.ruledex"
     shutil.copy(bundled_index, served)
-    holder = IndexHolder(served, check_interval=0.0, pinned_sha256=file_sha256(served))
+    config = tmp_path / "pyproject.toml"
+    holder = IndexHolder(served, check_interval=0.0, pinned_sha256=file_sha256(served), pin_config=config)
     try:
         before = holder.index
         rules = write_rules(tmp_path / "other", {"x.md": rule_doc("## S\n\n- [MUST] Do the other thing now.")})
         os.replace(build(rules, tmp_path / "o.ruledex").path, served)
-        assert holder.maybe_reload() is False
+        with caplog.at_level(logging.ERROR, logger="ruledex.server"):
+            assert holder.maybe_reload() is False
         assert holder.index is before
+        assert f"({config})" in caplog.text and "and restart `ruledex serve`" in caplog.text
     finally:
         holder.close()
 
