@@ -126,8 +126,9 @@ def check(
                     1,
                     1,
                     "error",
-                    f"rule id {doc.rule.id!r} is also used by {seen[doc.rule.id]}",
+                    f"rule id {doc.rule.id!r} is also used by {{related}}",
                     "duplicate-id",
+                    related=seen[doc.rule.id],
                 )
             )
         seen.setdefault(doc.rule.id, source.path)

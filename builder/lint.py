@@ -71,19 +71,27 @@ class Finding:
     level: str
     message: str
     code: str
+    related: str = ""
+    """Another file the message names, where it says ``{related}`` (a duplicate's first copy), rules-relative."""
+
+    def said(self, folder: str = "") -> str:
+        """The message, naming the ``related`` file as :attr:`path` is shown: after the rules folder as given."""
+        return self.message.replace("{related}", shown_path(folder, self.related)) if self.related else self.message
 
     def text(self, folder: str = "") -> str:
         """``path:line:col: level: message [code]``; ``folder``: the rules folder as given, to open the path from."""
-        return f"{shown_path(folder, self.path)}:{self.line}:{self.col}: {self.level}: {self.message} [{self.code}]"
+        return (
+            f"{shown_path(folder, self.path)}:{self.line}:{self.col}: {self.level}: {self.said(folder)} [{self.code}]"
+        )
 
     def github(self, folder: str = "") -> str:
         """A GitHub Actions workflow annotation; ``folder``: where the rules folder is in the repository."""
-        message = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        message = self.said(folder).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         return f"::{self.level} file={shown_path(folder, self.path)},line={self.line},col={self.col},title=ruledex {self.code}::{message}"
 
     def to_dict(self) -> dict[str, object]:
-        """JSON shape."""
-        return asdict(self)
+        """JSON shape: paths rules-relative, as ``path`` is."""
+        return {**asdict(self), "message": self.said()}
 
 
 def from_rule_error(error: RuleError) -> Finding:
@@ -207,8 +215,9 @@ def authority_conflicts(rules: list[tuple[RuleRecord, str]]) -> list[Finding]:
                             line,
                             1,
                             "warning",
-                            f"also claims authority for topic {topic!r} on layer {layer} (first: {other.path}); let one rule own it",
+                            f"also claims authority for topic {topic!r} on layer {layer} (first: {{related}}); let one rule own it",
                             "authority-conflict",
+                            related=other.path,
                         )
                     )
     return out
@@ -254,8 +263,8 @@ def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encod
         i = first.setdefault(normal[j], j)
         if i != j:
             a, path_a = items[i]
-            message = f"duplicates {path_a}:{a.line} ({a.id}) word for word{_copies(copies[normal[j]])}; keep one"
-            out.append(Finding(path_b, b.line, 1, "warning", message, "duplicate"))
+            message = f"duplicates {{related}}:{a.line} ({a.id}) word for word{_copies(copies[normal[j]])}; keep one"
+            out.append(Finding(path_b, b.line, 1, "warning", message, "duplicate", related=path_a))
     originals = [items[i] for i in sorted(first.values())]
     vectors = embed_texts(encoder, [d.text for d, _ in originals])
     sims = vectors @ vectors.T
@@ -271,15 +280,15 @@ def similarity_findings(items: list[tuple[DirectiveRecord, str]], encoder: Encod
         ]
         if opposed:
             a, path_a = originals[opposed[0]]
-            message = f"may contradict {path_a}:{a.line} ({a.id}){_more(len(opposed) - 1)}: same subject, opposite instruction"
-            out.append(Finding(path_b, b.line, 1, "warning", message, "contradiction"))
+            message = f"may contradict {{related}}:{a.line} ({a.id}){_more(len(opposed) - 1)}: same subject, opposite instruction"
+            out.append(Finding(path_b, b.line, 1, "warning", message, "contradiction", related=path_a))
         if same:
             a, path_a = originals[same[0]]
             message = (
-                f"says nearly the same as {path_a}:{a.line} ({a.id}, similarity {sims[same[0], j]:.2f})"
+                f"says nearly the same as {{related}}:{a.line} ({a.id}, similarity {sims[same[0], j]:.2f})"
                 f"{_more(len(same) - 1)}; merge them"
             )
-            out.append(Finding(path_b, b.line, 1, "warning", message, "near-duplicate"))
+            out.append(Finding(path_b, b.line, 1, "warning", message, "near-duplicate", related=path_a))
     return out
 
 

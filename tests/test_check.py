@@ -51,8 +51,8 @@ def test_finds_each_problem_with_file_and_line(tmp_path: Path) -> None:
     found = _codes(check(rules, today=TODAY))
     assert found["schema"][0].text().startswith("c.md:15:1: error: directive: list item has no severity marker")
     assert [f.path for f in found["duplicate"]] == ["b.md"]
-    assert "a.md:" in found["duplicate"][0].message
-    assert found["contradiction"][0].line == 16 and "a.md:15" in found["contradiction"][0].message
+    assert "a.md:" in found["duplicate"][0].said()
+    assert found["contradiction"][0].line == 16 and "a.md:15" in found["contradiction"][0].said()
     assert [f.line for f in found["generic"]] == [17]
     assert [f.line for f in found["too-short"]] == [18]
     assert found["secret"][0].line == 19 and fake_key not in found["secret"][0].message
@@ -155,7 +155,7 @@ def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path
     found = _codes(check(rules, today=TODAY))
     assert "near-duplicate" not in found
     assert [(f.path, f.line) for f in found["contradiction"]] == [("b.md", 15)]
-    assert "a.md:15" in found["contradiction"][0].message
+    assert "a.md:15" in found["contradiction"][0].said()
 
 
 def test_copies_give_one_finding_each_pointing_at_the_first(tmp_path: Path) -> None:
@@ -164,8 +164,25 @@ def test_copies_give_one_finding_each_pointing_at_the_first(tmp_path: Path) -> N
     rules = write_rules(tmp_path / "rules", {f"{name}.md": rule_doc(text, id=name) for name in "abcde"})
     found = _codes(check(rules, today=TODAY))
     assert [f.path for f in found["duplicate"]] == ["b.md", "c.md", "d.md", "e.md"]
-    assert all("a.md:15" in f.message and "one of 5 copies" in f.message for f in found["duplicate"])
+    assert all("a.md:15" in f.said() and "one of 5 copies" in f.said() for f in found["duplicate"])
     assert "near-duplicate" not in found and "contradiction" not in found
+
+
+def test_a_finding_names_the_other_file_as_it_names_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``rules/b.md:15: ... duplicates a.md:15``: the first path opened from the shell, the second did not."""
+    text = "## S\n\n- [MUST] Validate every request body against an explicit schema at the API boundary."
+    rules = write_rules(tmp_path / "team" / "rules", {f"{name}.md": rule_doc(text, id=name) for name in "ab"})
+    assert main(["check", str(rules)]) == 0
+    out = capsys.readouterr().out
+    assert f"{rules}/b.md:15:1: warning: duplicates {rules}/a.md:15 (a#s-1)" in out
+    assert (
+        f"b.md:6:1: warning: also claims authority for topic 'api' on layer 2-Application (first: {rules}/a.md)" in out
+    )
+    assert main(["check", str(rules), "--format", "github"]) == 0
+    assert f"duplicates {rules}/a.md:15" in capsys.readouterr().out
+    assert main(["check", str(rules), "--json"]) == 0
+    found = {f["code"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert found["duplicate"]["message"].startswith("duplicates a.md:15") and found["duplicate"]["related"] == "a.md"
 
 
 def test_near_duplicates_give_one_finding_per_directive(tmp_path: Path) -> None:
@@ -179,7 +196,7 @@ def test_near_duplicates_give_one_finding_per_directive(tmp_path: Path) -> None:
     )
     near = _codes(check(rules, today=TODAY))["near-duplicate"]
     assert [f.path for f in near] == ["b.md", "c.md"]
-    assert "a.md:15" in near[1].message and "(and 1 more)" in near[1].message
+    assert "a.md:15" in near[1].said() and "(and 1 more)" in near[1].said()
 
 
 def test_check_reports_every_schema_error_of_a_file_in_one_run(tmp_path: Path) -> None:
