@@ -250,9 +250,14 @@ def rank_task(
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
             rule = rule_at(directive.rule)
-            items.append(Item(directive, rule, base + SCOPE_BOOST.get(rule.scope, 0.0), index_name, commit))
+            boost = SCOPE_BOOST.get(rule.scope, 0.0)
+            items.append(Item(directive, rule, base + boost, index_name, commit))
             if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
-                breakdowns[(index_name, directive.id)] = scored.row(pos)
+                row = scored.row(pos)
+                # the scope boost is a part of the citation's score: show it, so the parts add up to it
+                total = row.pop("total")
+                row["scopeBoost"], row["total"] = boost, round(total + boost, 3)
+                breakdowns[(index_name, directive.id)] = row
     timings["rank"] = time.perf_counter() - t0
     if opts.files and not index.glob_rules:
         notes.append(
@@ -551,7 +556,7 @@ def query_indexes(
         notes.append(f"files: {source}; rules tied to them: {tied}")
     breakdowns = {key: row for r in results for key, row in r.breakdowns.items()}
     scores = [
-        dict(id=c["id"], **breakdowns[(c.get("index", ""), c["id"])])
+        dict(id=c["id"], **({"index": c["index"]} if "index" in c else {}), **breakdowns[(c.get("index", ""), c["id"])])
         for c in rendered.citations
         if (c.get("index", ""), c["id"]) in breakdowns
     ]
