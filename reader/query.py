@@ -21,7 +21,7 @@ from .errors import shown
 from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
-from .llm import LLMAnswer, LLMConfig, llm_detect, merge
+from .llm import LLMAnswer, LLMConfig, llm_detect, llm_note, merge
 from .options import QueryOptions, clamp_notes
 from .paths import PathEvidence, edited_files
 from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
@@ -465,8 +465,8 @@ def query_indexes(
     started = time.perf_counter()
     task, mode, opts, notes = _prepare(task, mode, options)
     answer = llm_detect(task, llm) if llm is not None else None
-    if llm is not None and answer is None:
-        notes.append("local model detector gave no usable answer; used the built-in detector")
+    if llm is not None:
+        notes.append(llm_note(llm, answer))
     names = index_names(indexes)
     edited = edited_files(task, opts.files)  # a file the task names is one the user is about to edit
     named, paths = edited.named, edited.evidence
