@@ -180,7 +180,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """``ruledex detect``."""
-    from .llm import llm_detect
+    from .llm import llm_detect, llm_note
     from .options import parse_files
     from .paths import edited_files
     from .query import read_task
@@ -197,8 +197,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
         indexes = [index] if index is not None else []
         found = read_task(indexes, args.text, args.mode, edited.files, edited.evidence, answer).to_dict()
     found["notes"] = edited.notes()
-    if llm is not None and answer is None:  # as query's notes say; the reason is on the ruledex.llm logger
-        found["notes"].append(f"local model at {llm.url} gave no usable answer; used the built-in detector")
+    if llm is not None:  # as query's notes say; a rejection's reason is on the ruledex.llm logger
+        found["notes"].append(llm_note(llm, answer))
     if args.json:
         _print_json(found)
     else:

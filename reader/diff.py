@@ -15,9 +15,12 @@ from .records import DirectiveRecord, RuleRecord
 
 
 def _label(index: Index) -> str:
+    """``name version @ commit``; a build from an untagged ref is versioned by its short commit: said once."""
     m = index.manifest
     commit = str(m.get("source", {}).get("commit", ""))[:12]
-    return f"{m.get('name', 'rules')} {m.get('version', '')}".strip() + (f" @ {commit}" if commit else "")
+    version = str(m.get("version", ""))
+    at = f" @ {commit}" if commit and commit not in version else ""
+    return f"{m.get('name', 'rules')} {version}".strip() + at
 
 
 def _directives(index: Index) -> dict[str, tuple[DirectiveRecord, RuleRecord]]:

@@ -13,9 +13,11 @@ it can never make a query fail or hang:
 * every failure returns ``None`` and logs one line on the ``ruledex.llm`` logger, and the caller
   keeps the built-in detection (:func:`merge` with ``None`` is the identity).
 
-Log levels: WARNING when the server cannot be used at all (refused, timed out, HTTP error, a reply
-that is not the API's shape: the configuration needs fixing); DEBUG when the model answered but its
-answer was rejected (a weak model does that now and then; the built-in detection stands).
+Log level: WARNING for every failure, whether the server cannot be used at all (refused, timed out,
+HTTP error, a reply that is not the API's shape: the configuration needs fixing) or the model
+answered and its answer was rejected (a weak model does that now and then). The commands show
+warnings only, and a rejected answer's cause (not JSON, an unknown layer) is what a user tuning a
+model or its prompt needs to see; the answer's notes say only that the built-in detection stands.
 
 Standard library only (:mod:`http.client`, :mod:`json`), so the reader stays light; :mod:`http.client` is
 imported only when a model is asked (with :mod:`ssl` and :mod:`email` it costs ~40 ms of every process).
@@ -297,7 +299,7 @@ def llm_detect(text: str, config: LLMConfig) -> LLMAnswer | None:
     try:
         answer = parse_answer(content)
     except ValueError as exc:
-        log.debug("local model at %s answered, answer rejected (%s); using the built-in detector", endpoint, exc)
+        log.warning("local model at %s answered, answer rejected (%s); using the built-in detector", endpoint, exc)
         return None
     log.debug("local model at %s answered in %.0f ms: %s", endpoint, (time.monotonic() - started) * 1000, answer)
     return answer
@@ -545,6 +547,20 @@ def _strings(data: dict[str, Any], key: str) -> list[str]:
 
 
 # --- combining with the built-in detector ----------------------------------------------------------
+
+
+def llm_note(config: LLMConfig, answer: LLMAnswer | None) -> str:
+    """The note a query's diagnostics and ``ruledex detect`` carry: whether the model's answer was used, and what it said.
+
+    Without it a user who configured a model cannot tell a used answer from an ignored one.
+    """
+    if answer is None:
+        return f"local model at {config.url} gave no usable answer; used the built-in detector"
+    topics = ", ".join(answer.topics) or "none"
+    return (
+        f"local model at {config.url} answered layer {answer.layer or 'none'} (confidence {answer.confidence:.2f}), "
+        f"topics {topics}; merged with the built-in detector, whose layer is kept when more confident"
+    )
 
 
 def merge(builtin: Detection, answer: LLMAnswer | None) -> Detection:

@@ -21,7 +21,7 @@ from .errors import shown
 from .features import features, in_rules, relative, topic_strengths
 from .globs import matching_rules
 from .index import Index
-from .llm import LLMAnswer, LLMConfig, llm_detect, merge
+from .llm import LLMAnswer, LLMConfig, llm_detect, llm_note, merge
 from .options import QueryOptions, clamp_notes
 from .paths import PathEvidence, edited_files
 from .rank import RankWeights, diverse_head, near_duplicates, order, ranking_for, score
@@ -250,9 +250,14 @@ def rank_task(
                 notes.append(f"{directive.id} left out as a near duplicate of a higher-ranked directive")
                 continue
             rule = rule_at(directive.rule)
-            items.append(Item(directive, rule, base + SCOPE_BOOST.get(rule.scope, 0.0), index_name, commit))
+            boost = SCOPE_BOOST.get(rule.scope, 0.0)
+            items.append(Item(directive, rule, base + boost, index_name, commit))
             if opts.includeDiagnostics:  # dict rows cost ~7% of a query; only diagnostics show them
-                breakdowns[(index_name, directive.id)] = scored.row(pos)
+                row = scored.row(pos)
+                # the scope boost is a part of the citation's score: show it, so the parts add up to it
+                total = row.pop("total")
+                row["scopeBoost"], row["total"] = boost, round(total + boost, 3)
+                breakdowns[(index_name, directive.id)] = row
     timings["rank"] = time.perf_counter() - t0
     if opts.files and not index.glob_rules:
         notes.append(
@@ -460,8 +465,8 @@ def query_indexes(
     started = time.perf_counter()
     task, mode, opts, notes = _prepare(task, mode, options)
     answer = llm_detect(task, llm) if llm is not None else None
-    if llm is not None and answer is None:
-        notes.append("local model detector gave no usable answer; used the built-in detector")
+    if llm is not None:
+        notes.append(llm_note(llm, answer))
     names = index_names(indexes)
     edited = edited_files(task, opts.files)  # a file the task names is one the user is about to edit
     named, paths = edited.named, edited.evidence
@@ -551,7 +556,7 @@ def query_indexes(
         notes.append(f"files: {source}; rules tied to them: {tied}")
     breakdowns = {key: row for r in results for key, row in r.breakdowns.items()}
     scores = [
-        dict(id=c["id"], **breakdowns[(c.get("index", ""), c["id"])])
+        dict(id=c["id"], **({"index": c["index"]} if "index" in c else {}), **breakdowns[(c.get("index", ""), c["id"])])
         for c in rendered.citations
         if (c.get("index", ""), c["id"]) in breakdowns
     ]

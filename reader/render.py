@@ -73,7 +73,9 @@ def item_lines(item: Item, *, breadcrumbs: bool, rationale: bool, today: str = "
         text = " ".join(words[:MAX_SHOWN_WORDS]) + f" … _(shortened from {len(words)} words: see the rule)_"
     where = f" — _{breadcrumb(item)}_" if breadcrumbs else ""
     stale = f" _(stale: review was due {item.rule.expires})_" if today and is_stale(item, today) else ""
-    line = f"- **{d.severity}** {text}{where} `[{d.id}]`{stale}"
+    # layered indexes can hold different directives under one id (each has its own api.md): name the index
+    origin = f" _({item.index_name})_" if item.index_name else ""
+    line = f"- **{d.severity}** {text}{where} `[{d.id}]`{origin}{stale}"
     if rationale and d.rationale:
         line += f"\n  Why: {d.rationale}"
     return line + "\n"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from ruledex.builder.build import build
 from ruledex.reader.cli import main
+from ruledex.reader.diff import _label
 
 from .conftest import rule_doc, write_rules
 
@@ -86,3 +88,12 @@ def test_a_missing_file_or_a_folder_is_named_as_such_not_only_as_a_bad_git_ref(
     assert main(["diff", str(old), "folder", "--json"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and "folder: is a folder; diff takes two index files or two git refs" in err
+
+
+def test_the_heading_names_an_untagged_builds_commit_once() -> None:
+    """A build from an untagged ref is versioned by its short commit: 'rules f045d3312244 @ f045d3312244' said it twice."""
+    commit = "f045d3312244a1b2c3d4e5f6a7b8c9d0e1f2a3b4"
+    untagged = SimpleNamespace(manifest={"name": "rules", "version": commit[:12], "source": {"commit": commit}})
+    tagged = SimpleNamespace(manifest={"name": "rules", "version": "v1.0.0", "source": {"commit": commit}})
+    assert _label(untagged) == "rules f045d3312244"
+    assert _label(tagged) == "rules v1.0.0 @ f045d3312244"

@@ -50,6 +50,27 @@ def test_project_rule_outranks_global_rule_and_citations_name_their_index(
     assert out.index("opaque cursor") < out.index("offset and limit")
 
 
+def test_layered_block_and_score_rows_name_the_index_of_a_shared_id(tmp_path: Path) -> None:
+    """Two layers each with their own ``api.md``: one id, two directives; the block and --explain tell them apart."""
+    org_doc = rule_doc("## Errors\n\n- [MUST] Return errors as problem details.", id="api")
+    project_doc = rule_doc(
+        "## Errors\n\n- [MUST] Return errors as the legacy envelope.", id="api", extra="scope: project\n"
+    )
+    org, project = (
+        build(write_rules(tmp_path / name, {"api.md": doc}), tmp_path / f"{name}.ruledex", name=name).path
+        for name, doc in (("org", org_doc), ("project", project_doc))
+    )
+    with Index(org) as a, Index(project) as b:
+        result = query_indexes([a, b], "Change the error format of the endpoint", options={"includeDiagnostics": True})
+    block = result["context_block"]
+    assert "`[api#errors-1]` _(project)_" in block and "`[api#errors-1]` _(org)_" in block
+    rows = {(row["index"], row["id"]): row for row in result["diagnostics"]["scores"]}
+    for c in result["citations"]:
+        row = rows[(c["index"], c["id"])]
+        assert row["scopeBoost"] == (2.0 if c["index"] == "project" else 0.0)
+        assert row["total"] == c["score"], "the parts add up to the citation's score, scope boost included"
+
+
 def test_single_index_citations_carry_no_index_field(index: Index) -> None:
     result = query_indexes([index], "Add user registration API endpoint")
     assert all("index" not in c for c in result["citations"])
@@ -74,9 +95,10 @@ def test_overlapping_indexes_show_each_directive_once(index: Index, bundled_inde
     copy = tmp_path / "team.ruledex"
     shutil.copyfile(bundled_index, copy)
     task = "Add user registration API endpoint"
-    single = query_indexes([index], task)
+    roomy = {"tokenBudget": 3000}  # the layered block's lines also name their index: room for both to show all
+    single = query_indexes([index], task, options=roomy)
     with Index(copy) as team:
-        layered = query_indexes([index, team], task)
+        layered = query_indexes([index, team], task, options=roomy)
     ids = [c["id"] for c in layered["citations"]]
     assert len(ids) == len(set(ids)), ids
     assert ids == [c["id"] for c in single["citations"]]

@@ -204,7 +204,8 @@ def test_bad_answer_is_rejected(
     script.content = content
     with caplog.at_level(logging.DEBUG, logger="ruledex.llm"):
         assert llm_detect(TASK, config(url, api)) is None
-    assert [r.name for r in caplog.records] == ["ruledex.llm"]
+    assert [(r.name, r.levelno) for r in caplog.records] == [("ruledex.llm", logging.WARNING)], "the CLI shows warnings"
+    assert "answer rejected" in caplog.text
 
 
 def test_unknown_topics_are_dropped_and_known_kept(stub: tuple[str, Script]) -> None:
@@ -465,4 +466,7 @@ def test_detect_cli_says_when_the_model_gave_nothing_usable(
     assert "gave no usable answer" in capsys.readouterr().err
     script.content = json.dumps(GOOD)
     assert main([*argv, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["notes"] == []
+    assert json.loads(capsys.readouterr().out)["notes"] == [
+        f"local model at {url} answered layer 4-Persistence (confidence 0.90), topics database, performance; "
+        "merged with the built-in detector, whose layer is kept when more confident"
+    ], "a used answer is said too: otherwise nothing shows the model was asked"

@@ -51,6 +51,7 @@ def test_local_model_answer_steers_detection(index: Index, ollama: str) -> None:
     assert steered["diagnostics"]["detectedLayer"] == "5-Tests"
     assert "testing" in steered["diagnostics"]["topics"]
     assert "pytest" in steered["diagnostics"]["technologies"]
+    assert any(n.startswith(f"local model at {ollama} answered layer 5-Tests") for n in steered["diagnostics"]["notes"])
 
 
 def test_unreachable_model_falls_back_silently(index: Index) -> None:
