@@ -119,6 +119,8 @@ def run_build(rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1) -> d
         again = build_once(rules_dir, out)  # the index the later measurements use: after the change
         result["rebuild_after_one_change"] = {"kind": "full build", **again}
         result["incremental"]["identical_to_full_build"] = result["incremental"]["sha256"] == again["sha256"]
-        for path in (inc_out, inc_out.with_name(inc_out.name + ".sha256")):
+        from ruledex.reader.format import sidecar_path
+
+        for path in (inc_out, sidecar_path(inc_out)):
             path.unlink(missing_ok=True)
     return result

@@ -461,6 +461,13 @@ def cmd_pin(args: argparse.Namespace) -> int:
     write_pin(config, pin)
     label = f" ({pin.name})" if pin.name else ""
     print(f"pinned {pin.source}{label} sha256 {pin.sha256} in {config}")
+    if pin.is_url:  # what the sha256 was checked against: the release's own checksum, or only the download
+        print(
+            f"the download matches the {pin.source}.sha256 published beside it"
+            if pin.checked
+            else f"no {pin.source}.sha256 is published beside it: the sha256 is the download's own; compare it "
+            "with the one the release states"
+        )
     return EXIT_OK
 
 

@@ -274,10 +274,14 @@ def write(path: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -
     return sha
 
 
+SIDECAR_SUFFIX = ".sha256"
+"""Added to an index file's name (or a release asset's URL) to name its ``sha256sum``-compatible checksum."""
+
+
 def sidecar_path(path: Path) -> Path:
     """Where the ``sha256sum``-compatible checksum of an index file lives."""
     path = Path(path)
-    return path.with_name(path.name + ".sha256")
+    return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
 def newest_index(folder: Path) -> Path | None:

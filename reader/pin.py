@@ -31,13 +31,13 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from .errors import ArtifactError, ConfigError
-from .format import SUFFIX, file_sha256, fsync_dir, open_artifact, verify, write_bytes_atomic
+from .format import SIDECAR_SUFFIX, SUFFIX, file_sha256, fsync_dir, open_artifact, verify, write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ class Pin:
     source: str
     sha256: str
     name: str = ""
+    checked: bool = field(default=False, compare=False)
+    """Set by :func:`pin_source` for a URL whose published ``.sha256`` matched (not written to the config)."""
 
     @property
     def is_url(self) -> bool:
@@ -323,8 +325,11 @@ def _user_agent() -> str:
         return "ruledex"
 
 
-def _request(url: str, offset: int, timeout: float) -> Any:
-    """Open ``url``, from byte ``offset`` if non-zero; None when the server cannot continue (416)."""
+def _request(url: str, offset: int, timeout: float, *, optional: bool = False) -> Any:
+    """Open ``url``, from byte ``offset`` if non-zero; None when the server cannot continue (416).
+
+    ``optional``: None too when the server has no such file (404, 410), for a file that may be absent.
+    """
     from http.client import HTTPException  # the network modules cost ~40 ms to import: only a download needs them
     from urllib.error import HTTPError
     from urllib.request import Request, urlopen
@@ -336,7 +341,7 @@ def _request(url: str, offset: int, timeout: float) -> Any:
         return urlopen(Request(url, headers=headers), timeout=timeout)  # scheme checked by check_pin
     except HTTPError as exc:
         exc.close()
-        if exc.code == 416 and offset:  # the partial file is longer than the asset: start over
+        if (exc.code == 416 and offset) or (optional and exc.code in (404, 410)):  # 416: the partial is too long
             return None
         raise ConfigError(
             f"cannot download {url}: HTTP {exc.code} {exc.reason}; check the pinned source URL "
@@ -380,6 +385,21 @@ def _stream(url: str, response: BinaryIO, fh: BinaryIO, digest: Any, received: i
             f"download of {url} stopped after {received:,}{of_total} bytes (the connection was closed); "
             "run the command again to resume"
         )
+
+
+def published_sha256(url: str, timeout: float) -> str | None:
+    """The sha256 published beside a release asset, in ``URL.sha256`` as ``ruledex build`` writes it; None if absent.
+
+    ``ruledex pin URL`` compares it with what it downloaded: the pin should record the release as
+    published, not whatever arrived (an asset replaced mid-download, a proxy's error page that
+    happens to be an older index).
+    """
+    response = _request(url + SIDECAR_SUFFIX, 0, timeout, optional=True)
+    if response is None:
+        return None
+    with response:
+        words = response.read(4096).decode("utf-8", "replace").split()
+    return words[0].lower() if words else ""
 
 
 def _fetch(url: str, part: Path, *, timeout: float, resume: bool) -> str:
@@ -573,7 +593,9 @@ def pin_source(source: str, config: Path, *, timeout: float = 30) -> Pin:
     present) and its path stored relative to the config's folder when it was given relative (an
     absolute path stays absolute). A URL is downloaded into a temporary file in the cache (its
     hash is not known yet, so nothing can be resumed), hashed, verified, and moved to
-    ``<sha256>.ruledex``, so the first ``ruledex query`` after pinning needs no network.
+    ``<sha256>.ruledex``, so the first ``ruledex query`` after pinning needs no network. Its hash
+    must match the ``URL.sha256`` published beside it, when there is one (:func:`published_sha256`;
+    ``Pin.checked`` says whether there was).
 
     Raises:
         ArtifactError: the file is not a usable index.
@@ -611,8 +633,17 @@ def pin_source(source: str, config: Path, *, timeout: float = 30) -> Pin:
             raise ArtifactError(
                 source, exc.section, f"the download is not a usable ruledex index: {exc.message}"
             ) from None
+        published = published_sha256(source, timeout)
+        if published is not None and published != sha:
+            raise ArtifactError(
+                source,
+                "",
+                f"the download has sha256 {sha} but {source}{SIDECAR_SUFFIX} says {published or '(empty)'}: the "
+                "asset was replaced while it downloaded, or one of the two files is damaged; run `ruledex pin` "
+                "again, and if they still differ, republish the release (build it again: it writes both)",
+            )
         os.replace(tmp, cached_path(sha))
         fsync_dir(folder)
     finally:
         tmp.unlink(missing_ok=True)
-    return Pin(source, sha, label)
+    return Pin(source, sha, label, checked=published is not None)

@@ -366,7 +366,24 @@ def test_pin_a_url_downloads_into_the_cache_so_resolve_needs_no_network(
     assert (pin.source, pin.sha256) == (url, sha)
     assert cache_files(cache) == [f"{sha}.ruledex"]
     assert resolve(pin, tmp_path) == cache / f"{sha}.ruledex"
-    assert len(server.requests) == 1
+    assert [path for path, _ in server.requests] == ["/releases/v1/rules.ruledex", "/releases/v1/rules.ruledex.sha256"]
+    assert not pin.checked  # no checksum published beside it: the sha256 is the download's own
+
+
+def test_pin_a_url_checks_the_sha256_published_beside_it(
+    bundled_index: Path, server: Assets, cache: Path, tmp_path: Path
+) -> None:
+    sha = file_sha256(bundled_index)
+    url = server.serve("/releases/v1/rules.ruledex", bundled_index.read_bytes())
+    server.serve("/releases/v1/rules.ruledex.sha256", f"{sha.upper()}  rules.ruledex\n".encode())
+    assert pin_source(url, tmp_path / "ruledex.toml").checked
+    server.serve("/releases/v1/rules.ruledex.sha256", f"{'0' * 64}  rules.ruledex\n".encode())
+    (cache / f"{sha}.ruledex").unlink()
+    with pytest.raises(ArtifactError) as e:
+        pin_source(url, tmp_path / "ruledex.toml")
+    message = str(e.value)
+    assert f"the download has sha256 {sha} but {url}.sha256 says {'0' * 64}" in message and "republish" in message
+    assert cache_files(cache) == []  # nothing pinned, nothing cached
 
 
 def test_pin_a_url_that_is_not_an_index_leaves_nothing(server: Assets, cache: Path, tmp_path: Path) -> None:
@@ -536,12 +553,13 @@ def test_cli_pin_a_url_then_query_offline_from_the_cache(
 ) -> None:
     url = server.serve("/releases/download/v1/rules.ruledex", bundled_index.read_bytes())
     monkeypatch.chdir(tmp_path)
+    server.serve("/releases/download/v1/rules.ruledex.sha256", f"{file_sha256(bundled_index)}  x\n".encode())
     code, out, _ = run_cli(["pin", url], capsys)
-    assert code == 0 and f"pinned {url}" in out
+    assert code == 0 and f"pinned {url}" in out and f"the download matches the {url}.sha256 published" in out
     server.files.clear()  # from now on the server answers 404: the cache must be enough
     code, out, _ = run_cli(["query", "Add user registration API endpoint"], capsys)
     assert code == 0 and "security#input-validation-1" in out
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2  # the asset and its checksum, once
 
 
 def test_cli_pin_into_pyproject_prints_the_lines_to_paste(
@@ -572,3 +590,17 @@ def test_a_config_that_is_a_folder_or_not_utf8_is_named_not_a_traceback(
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.ruledex.index]\nsource = "r\xe9gles.ruledex"\n')
     code, _, err = run_cli(["query", "Add a login endpoint"], capsys)
     assert code == 1 and f"{tmp_path / 'pyproject.toml'}: is not UTF-8" in err
+
+
+def test_cli_pin_a_url_without_a_published_sha256_says_the_hash_is_the_downloads_own(
+    bundled_index: Path,
+    server: Assets,
+    cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = server.serve("/releases/download/v1/rules.ruledex", bundled_index.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(["pin", url], capsys)
+    assert code == 0 and f"no {url}.sha256 is published beside it: the sha256 is the download's own" in out
