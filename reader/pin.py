@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from .errors import ArtifactError, ConfigError
+from .errors import ArtifactError, ConfigError, shown
 from .format import SIDECAR_SUFFIX, SUFFIX, file_sha256, fsync_dir, open_artifact, verify, write_bytes_atomic
 
 log = logging.getLogger(__name__)
@@ -634,6 +634,11 @@ def pin_source(source: str, config: Path, *, timeout: float = 30) -> Pin:
                 source, exc.section, f"the download is not a usable ruledex index: {exc.message}"
             ) from None
         published = published_sha256(source, timeout)
+        if published is not None and not _SHA256.fullmatch(published):  # e.g. a proxy's or portal's page
+            raise ConfigError(
+                f"{source}{SIDECAR_SUFFIX} does not hold a sha256 (it begins {shown(published)}); "
+                "check the release's assets, or pin a local copy you have checked"
+            )
         if published is not None and published != sha:
             raise ArtifactError(
                 source,

@@ -384,6 +384,10 @@ def test_pin_a_url_checks_the_sha256_published_beside_it(
     message = str(e.value)
     assert f"the download has sha256 {sha} but {url}.sha256 says {'0' * 64}" in message and "republish" in message
     assert cache_files(cache) == []  # nothing pinned, nothing cached
+    server.serve("/releases/v1/rules.ruledex.sha256", b"<!doctype html><title>Sign in to the proxy</title>")
+    with pytest.raises(ConfigError, match=r"rules.ruledex.sha256 does not hold a sha256 \(it begins '<!doctype"):
+        pin_source(url, tmp_path / "ruledex.toml")
+    assert cache_files(cache) == []
 
 
 def test_pin_a_url_that_is_not_an_index_leaves_nothing(server: Assets, cache: Path, tmp_path: Path) -> None:
