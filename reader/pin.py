@@ -344,12 +344,12 @@ def _request(url: str, offset: int, timeout: float, *, optional: bool = False) -
         if (exc.code == 416 and offset) or (optional and exc.code in (404, 410)):  # 416: the partial is too long
             return None
         raise ConfigError(
-            f"cannot download {url}: HTTP {exc.code} {exc.reason}; check the pinned source URL "
+            f"cannot download {url}: HTTP {exc.code} {exc.reason}; check the URL "
             "(the release or asset may have been renamed or removed)"
         ) from None
     except (OSError, HTTPException) as exc:  # URLError, timeouts, refused or reset connections
         reason = getattr(exc, "reason", None) or exc
-        raise ConfigError(f"cannot download {url}: {reason}; check the network and the pinned source URL") from None
+        raise ConfigError(f"cannot download {url}: {reason}; check the network and the URL") from None
 
 
 def _content_range(value: str | None) -> tuple[int | None, int | None]:
@@ -554,6 +554,8 @@ def resolve(
             _download_pinned(pin, final, timeout=timeout, origin=origin)
     except OSError as exc:  # network errors are already ConfigErrors: this is the cache folder itself
         raise _cache_error(final.parent, exc) from None
+    except ConfigError as exc:  # the URL is not on the command line: say where it comes from
+        raise ConfigError(f"{exc} (pinned by {origin})") from None
     return final
 
 

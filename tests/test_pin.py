@@ -162,8 +162,8 @@ def test_url_pin_downloads_once_then_resolves_from_the_cache(server: Assets, cac
 def test_http_404_is_a_config_error_naming_the_url(server: Assets, cache: Path, tmp_path: Path) -> None:
     url = server.url("/v1/missing.ruledex")
     with pytest.raises(ConfigError, match=r"HTTP 404") as caught:
-        resolve(Pin(url, BODY_SHA), tmp_path)
-    assert url in str(caught.value)
+        resolve(Pin(url, BODY_SHA), tmp_path, origin="app/ruledex.toml")
+    assert url in str(caught.value) and str(caught.value).endswith("(pinned by app/ruledex.toml)")
     assert cache_files(cache) == []
 
 
