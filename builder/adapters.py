@@ -37,7 +37,7 @@ from ruledex.reader.text import slug
 from ruledex.reader.vocab import TOPICS
 
 from .blobs import js_to_markdown, json_to_markdown
-from .freeform import LineMap, Outline, read_markdown
+from .freeform import _MARKDOWN_LANGS, LineMap, Outline, read_markdown
 from .frontmatter import SAFE_LOADER
 from .ids import derive_id
 from .infer import (
@@ -48,7 +48,7 @@ from .infer import (
     infer_context,
     infer_severity,
 )
-from .parse import ParsedDocument, normalise_newlines
+from .parse import ParsedDocument, normalise_newlines, unclosed_block_warning
 from .source import RULEDEX, SourceFile
 
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
@@ -395,4 +395,12 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
         technologies=focus,
         inferred=tuple(rule_inferred),
     )
-    return ParsedDocument(rule, directives, [], notes)
+    return ParsedDocument(rule, directives, _markdown_warnings(fm.body, fm.body_line, source.path), notes)
+
+
+def _markdown_warnings(body: str, body_line: int, path: str) -> list[str]:
+    """A code fence or HTML comment never closed (:func:`unclosed_block_warning`), when the body was read as markdown."""
+    warnings = unclosed_block_warning(body, body_line, path, read_langs=_MARKDOWN_LANGS)
+    if warnings and (json_to_markdown(body) is not None or js_to_markdown(body) is not None):
+        return []  # a JSON or JavaScript prompt file: its text was not read as markdown
+    return warnings

@@ -248,6 +248,7 @@ def plan_import(source_dir: Path, only: Path | None = None) -> ImportResult:
         except SkipFile as skip:
             result.skipped.append(str(skip))
             continue
+        result.warnings.extend(doc.warnings)
         text = render_ruledex(doc)
         target = _target(doc.rule.id)
         try:

@@ -66,6 +66,63 @@ class _Lines:
         return self.first + bisect.bisect_right(self.starts, offset) - 1
 
 
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_HTML_OPEN = re.compile(r"^ {0,3}<(!--|script|pre|style|textarea)(?=[\s>]|$|-)", re.IGNORECASE)
+_HTML_CLOSE = {"!--": "-->", "script": "</script>", "pre": "</pre>", "style": "</style>", "textarea": "</textarea>"}
+
+
+def unclosed_block(body: str, first_line: int) -> tuple[int, str, str] | None:
+    """``(line, opener, lang)`` of a code fence or HTML comment/``<pre>``... block never closed, else None.
+
+    Markdown reads such a block to the end of the file, so every heading and directive after it
+    would drop out of the index as code without a word; the parsers warn instead. A cheap line scan
+    finds a candidate; marko confirms it is the document's last block (a fence left open inside a
+    list item ends with the item, and loses nothing).
+    """
+    closer, start = "", 0
+    lines = body.split("\n")
+    for number, line in enumerate(lines):
+        if closer:
+            if (closer in line.lower()) if closer.startswith(("<", "-")) else re.fullmatch(closer, line):
+                closer = ""
+            continue
+        fence, html = _FENCE_OPEN.match(line), _HTML_OPEN.match(line)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            closer, start = rf" {{0,3}}{fence.group(1)[0]}{{{len(fence.group(1))},}}[ \t]*", number
+        elif html:
+            closer, start = _HTML_CLOSE[html.group(1).lower()], number
+            if closer in line.lower()[html.end() :]:
+                closer = ""
+    if not closer:
+        return None
+    doc = marko.Markdown().parse(body)
+    last = next((c for c in reversed(doc.children) if not isinstance(c, block.BlankLine)), None)
+    if not isinstance(last, (block.FencedCode, block.HTMLBlock)) or body.count("\n", 0, last.source_span[0]) != start:
+        return None
+    fence = _FENCE_OPEN.match(lines[start])
+    if fence:
+        return first_line + start, fence.group(1), fence.group(2).strip().split(" ")[0].lower()
+    return first_line + start, _HTML_OPEN.match(lines[start]).group(0).strip(), ""
+
+
+def unclosed_block_warning(
+    body: str, first_line: int, path: str, *, read_langs: frozenset[str] = frozenset()
+) -> list[str]:
+    """The warning for :func:`unclosed_block`, naming the line and the fix (empty when all is closed).
+
+    ``read_langs``: fence languages whose text the caller reads anyway (a foreign file wrapped in ```markdown).
+    """
+    found = unclosed_block(body, first_line)
+    if found is None or found[2] in read_langs:
+        return []
+    line, opener, _lang = found
+    close = {"<!--": "-->"}.get(opener, opener if opener[0] in "`~" else f"</{opener[1:]}>")
+    return [
+        f"{path}:{line}: markdown: '{opener}' is never closed, so everything after it is read as "
+        f"{'code' if opener[0] in '`~' else 'HTML'}, not rules; close it with '{close}'"
+    ]
+
+
 def normalise_newlines(text: str) -> str:
     """CRLF/CR to LF and no BOM, so a file builds the same on every platform."""
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
@@ -267,6 +324,7 @@ def parse_document(text: str, path: str) -> ParsedDocument:
         failure = errors[0] if len(errors) == 1 else RuleErrors(sorted(errors, key=lambda e: e.line))
         failure.warnings = warnings
         raise failure
+    warnings.extend(unclosed_block_warning(body, fm.body_line, path))
     if not directives:
         warnings.append(f"{path}:1: directives: none found; add list items led by [MUST], [SHOULD] or [MAY]")
     return ParsedDocument(rule, directives, warnings)

@@ -665,3 +665,25 @@ def test_matching_rules() -> None:
     assert matching_rules(rules, ["db/seed.py", "services/api/main.py"]) == {1, 3}
     assert matching_rules(rules, []) == set()
     assert matching_rules(rules, ["README.md"]) == set()
+
+
+def test_a_code_fence_or_html_comment_never_closed_is_a_warning_not_a_silent_drop(tmp_path: Path) -> None:
+    """Markdown reads an unclosed block to the end of the file: the rules after it would vanish as code."""
+    fence = "```python\nx = 1\n\n## Logging\n\n- [MUST] Never log secrets.\n"
+    root = write_rules(
+        tmp_path / "rules",
+        {
+            "own.md": rule_doc(f"## Time\n\n- [MUST] Use UTC timestamps everywhere.\n\n{fence}"),
+            "AGENTS.md": "# Agents\n\n- Use UTC timestamps everywhere.\n<!-- TODO\n\n- Never log secrets.\n",
+            "closed.mdc": "- Use UTC timestamps:\n  ```python\n  now()\n- Never log secrets.\n",
+            "wrapped.mdc": "```markdown\n# Rules\n\n- Use UTC timestamps everywhere.\n",
+        },
+    )
+    docs, warnings = parse_folder(root)
+    assert [len(docs[p].directives) for p in ("own.md", "AGENTS.md", "closed.mdc", "wrapped.mdc")] == [1, 1, 2, 1]
+    assert warnings == [
+        "own.md:17: markdown: '```' is never closed, so everything after it is read as code, not rules; "
+        "close it with '```'",
+        "AGENTS.md:4: markdown: '<!--' is never closed, so everything after it is read as HTML, not rules; "
+        "close it with '-->'",
+    ]
