@@ -95,6 +95,11 @@ def split(text: str, path: str, *, required: bool = True) -> FrontMatter:
     key_lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, _value in node.value:
-            key_lines[str(key_node.value)] = key_node.start_mark.line + 2
+            key, line = str(key_node.value), key_node.start_mark.line + 2
+            if key in key_lines:  # YAML would keep the last silently, dropping the first's topics or layers
+                raise RuleError(
+                    path, line, key, f"given twice (also on line {key_lines[key]}); merge them into one `{key}:`"
+                )
+            key_lines[key] = line
     body = "\n".join(lines[end + 1 :])
     return FrontMatter({str(k): v for k, v in values.items()}, key_lines, body, end + 2)

@@ -127,6 +127,12 @@ def test_default_severity_applies_and_is_marked_inferred() -> None:
         ),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nreviewed: 2026-13-45\n---\n", 5, "reviewed", "not a real date"),
         ("---\nid: x\nlayers: ['*']\ntopics: [api]\nexpires: 2026-02-30\n---\n", 5, "expires", "not a real date"),
+        (
+            "---\nid: x\nlayers: ['*']\ntopics: [api]\ntopics: [security]\n---\n",
+            5,
+            "topics",
+            "given twice (also on line 4)",
+        ),
     ],
 )
 def test_malformed_documents_name_file_line_and_field(text: str, line: int, field: str, needle: str) -> None:
