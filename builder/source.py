@@ -8,6 +8,7 @@ builds are reproducible) and whether the rules have uncommitted changes (``dirty
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import os
 import re
@@ -156,7 +157,7 @@ def looks_like_ruledex(text: str) -> bool:
     Such a file is one of ruledex's own documents even when its YAML is broken, so its
     problems are errors for its author, never a silent fallback to inference.
     """
-    lines = text.lstrip("\ufeff").replace("\r\n", "\n").split("\n")
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as the parser reads it
     if not lines or lines[0].strip() != "---":
         return False
     for line in lines[1:400]:
@@ -194,7 +195,8 @@ def unread_source(rel: str, problem: str) -> SourceFile:
 def source_from_bytes(rel: str, data: bytes) -> SourceFile:
     """A rule file from its bytes (working tree or git blob); problems recorded, never raised."""
     kind = path_format(rel) or "markdown"
-    head = data[:16384].decode("utf-8", errors="replace")
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))  # Windows editors' "Unicode"
+    head = data[:16384].decode("utf-16" if utf16 else "utf-8", errors="replace")
     if GENERATED_MARKER in head[:GENERATED_HEAD]:
         return SourceFile(rel, "", kind, generated=True)
     fmt = RULEDEX if rel.lower().endswith(RULE_SUFFIXES) and looks_like_ruledex(head) else kind
@@ -206,7 +208,7 @@ def source_from_bytes(rel: str, data: bytes) -> SourceFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return SourceFile(rel, "", fmt, "is not UTF-8; re-save it as UTF-8", line)
+        return SourceFile(rel, "", fmt, f"is {'UTF-16' if utf16 else 'not UTF-8'}; re-save it as UTF-8", line)
     if fmt != RULEDEX and not text.strip("\ufeff \t\r\n"):
         return SourceFile(rel, "", fmt, "is empty")
     return SourceFile(rel, text, fmt, blob=blob_id(text))

@@ -315,6 +315,21 @@ def test_unreadable_ruledex_document_is_still_an_error(tmp_path: Path) -> None:
         parse_all(read_sources(root))
 
 
+def test_a_utf16_or_lone_cr_ruledex_document_is_still_read_as_one(tmp_path: Path) -> None:
+    """Saved as UTF-16 ("Unicode" in Windows editors) or with classic-Mac line ends, a document keeps
+    its strict reading: its problems stay errors, never a warning that drops it or an inference."""
+    root = tmp_path / "rules"
+    root.mkdir()
+    (root / "wide.md").write_bytes(rule_doc("## S\n\n- [MUST] Use UTC.", id="wide").encode("utf-16"))
+    (root / "mac.md").write_bytes(rule_doc("## S\n\n- [MUTS] Use UTC.", id="mac").replace("\n", "\r").encode())
+    with pytest.raises(RuleErrors) as caught:
+        parse_all(read_sources(root))
+    assert [str(e) for e in caught.value.errors] == [
+        "mac.md:15: directive: unknown severity 'MUTS'; use one of MUST, SHOULD, MAY",
+        "wide.md:1: file: is UTF-16; re-save it as UTF-8",
+    ]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="making symbolic links needs privileges on Windows")
 def test_a_file_that_cannot_be_opened_is_an_error_not_a_traceback_or_a_silent_skip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
