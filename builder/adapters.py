@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from ruledex.reader.format import json_kind
 from ruledex.reader.globs import split_globs
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import slug
@@ -327,8 +328,8 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
     if not outline.drafts:
         what = "no text after the front matter" if not fm.body.strip() else "nothing in it reads as an instruction"
         raise SkipFile(source.path, fm.body_line, "directives", f"none found ({what}; write list items or imperatives)")
-    globs = split_globs(values.get("globs") or values.get("applyTo") or values.get("paths"))
-    globs = _folder_globs(source.path, source.format, globs)
+    stated_globs, glob_warnings = _glob_value(values, text, source.path)
+    globs = _folder_globs(source.path, source.format, split_globs(stated_globs))
     always = _truthy(values.get("alwaysApply")) or str(values.get("trigger", "")).strip() == "always_on"
     title = _title(source, outline, values)
     description = str(values.get("description") or outline.meta.get("description") or "").strip()
@@ -395,7 +396,40 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
         technologies=focus,
         inferred=tuple(rule_inferred),
     )
-    return ParsedDocument(rule, directives, _markdown_warnings(fm.body, fm.body_line, source.path), notes)
+    return ParsedDocument(
+        rule, directives, [*glob_warnings, *_markdown_warnings(fm.body, fm.body_line, source.path)], notes
+    )
+
+
+GLOB_KEYS = ("globs", "applyTo", "paths")
+"""Where foreign formats put the files a rule applies to: Cursor, Copilot, Claude Code."""
+
+
+def _glob_value(values: dict[str, Any], text: str, path: str) -> tuple[str | list[str] | None, list[str]]:
+    """The stated globs (a string, or the strings of a list) and a warning for any value that is not one.
+
+    YAML lets ``globs: {a: 1}`` or ``[[a], null, 3]`` through; turned into text, they became globs
+    such as ``{'a': 1}`` that match nothing, and the rule silently applied to no file.
+    """
+    key = next((k for k in GLOB_KEYS if values.get(k)), None)
+    if key is None:
+        return None, []
+    value = values[key]
+    if isinstance(value, str):
+        return value, []
+    kept = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    if isinstance(value, list) and len(kept) == len(value):
+        return kept, []
+    line = next((n for n, ln in enumerate(text.split("\n")[1:], 2) if re.match(rf"{key}\s*:", ln)), 1)
+    what = (
+        f"{len(value) - len(kept)} of its entries not text ({', '.join(json_kind(v) for v in value if not isinstance(v, str))})"
+        if isinstance(value, list)
+        else f"{json_kind(value)}, not a glob or a list of globs"
+    )
+    return kept or None, [
+        f"{path}:{line}: {key}: {what}; left out, so {'the other globs stand' if kept else 'the rule applies to every file'}; "
+        f'write each glob as text, e.g. {key}: ["src/**/*.ts"]'
+    ]
 
 
 def _markdown_warnings(body: str, body_line: int, path: str) -> list[str]:

@@ -141,6 +141,22 @@ def test_cursor_always_apply_and_quoted_yaml_globs(tmp_path: Path) -> None:
     assert rule.description == "Core rules"
 
 
+def test_globs_that_are_not_text_are_named_not_turned_into_globs_that_match_nothing(tmp_path: Path) -> None:
+    files = {
+        "a.mdc": "---\ndescription: React rules\nglobs: {a: 1}\n---\n- Use function components with hooks.\n",
+        "b.mdc": '---\ndescription: TS rules\nglobs: [["a"], null, "src/**/*.ts"]\n---\n- Enable strict mode.\n',
+        "c.instructions.md": "---\napplyTo: 3\n---\n- Keep handlers thin.\n",
+    }
+    docs, warnings = parse_folder(write_rules(tmp_path / "r", files))
+    assert docs["a.mdc"].rule.globs == () and docs["b.mdc"].rule.globs == ("src/**/*.ts",)
+    assert docs["c.instructions.md"].rule.globs == ()
+    assert "a.mdc:3: globs: an object, not a glob or a list of globs; left out, so the rule applies to every file" in (
+        "\n".join(warnings)
+    )
+    assert any(w.startswith("b.mdc:3: globs: 2 of its entries not text (a list, null); left out") for w in warnings)
+    assert any(w.startswith("c.instructions.md:2: applyTo: an integer, not a glob") for w in warnings)
+
+
 def test_legacy_cursorrules_prose_persona_and_code(tmp_path: Path) -> None:
     text = """
     You are an expert in Python and FastAPI.
