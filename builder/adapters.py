@@ -323,7 +323,7 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
         raise ValueError(f"{source.path} is a ruledex document; use parse_document")
     text = normalise_newlines(source.text)
     fm = read_front_matter(text, source.path)
-    values = fm.values
+    values, text_warnings = _text_values(fm.values, text, source.path)
     outline = _outline(fm.body, fm.body_line)
     if not outline.drafts:
         what = "no text after the front matter" if not fm.body.strip() else "nothing in it reads as an instruction"
@@ -397,8 +397,41 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
         inferred=tuple(rule_inferred),
     )
     return ParsedDocument(
-        rule, directives, [*glob_warnings, *_markdown_warnings(fm.body, fm.body_line, source.path)], notes
+        rule,
+        directives,
+        [*text_warnings, *glob_warnings, *_markdown_warnings(fm.body, fm.body_line, source.path)],
+        notes,
     )
+
+
+def _line_of(text: str, key: str) -> int:
+    """The front matter line that sets ``key`` (1 when none is found: the lenient reader has no positions)."""
+    return next((n for n, ln in enumerate(text.split("\n")[1:], 2) if re.match(rf"{re.escape(key)}\s*:", ln)), 1)
+
+
+TEXT_KEYS = ("title", "description")
+"""Front matter fields read as one line of text."""
+
+
+def _text_values(values: dict[str, Any], text: str, path: str) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with :data:`TEXT_KEYS` as text: a list of strings joined, anything else left out with a warning.
+
+    ``description: [a, b]`` is two lines of one description; ``title: {a: 1}`` is no title, and
+    turned into text it would become one ("{'a': 1}").
+    """
+    out, warnings = dict(values), []
+    for key in TEXT_KEYS:
+        value = values.get(key)
+        if not isinstance(value, list | dict | bool):  # text, a number or a date reads as written
+            continue
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out[key] = " ".join(v.strip() for v in value)
+            continue
+        out[key] = None
+        warnings.append(
+            f"{path}:{_line_of(text, key)}: {key}: {json_kind(value)}, not text; left out; write it as text"
+        )
+    return out, warnings
 
 
 GLOB_KEYS = ("globs", "applyTo", "paths")
@@ -420,7 +453,7 @@ def _glob_value(values: dict[str, Any], text: str, path: str) -> tuple[str | lis
     kept = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
     if isinstance(value, list) and len(kept) == len(value):
         return kept, []
-    line = next((n for n, ln in enumerate(text.split("\n")[1:], 2) if re.match(rf"{key}\s*:", ln)), 1)
+    line = _line_of(text, key)
     what = (
         f"{len(value) - len(kept)} of its entries not text ({', '.join(json_kind(v) for v in value if not isinstance(v, str))})"
         if isinstance(value, list)

@@ -157,6 +157,18 @@ def test_globs_that_are_not_text_are_named_not_turned_into_globs_that_match_noth
     assert any(w.startswith("c.instructions.md:2: applyTo: an integer, not a glob") for w in warnings)
 
 
+def test_a_title_or_description_that_is_not_text_is_named_and_a_list_of_lines_is_joined(tmp_path: Path) -> None:
+    files = {
+        "a.mdc": "---\ndescription:\n  - React component rules\n  - for the web app\n---\n- Use function components.\n",
+        "b.mdc": "---\ntitle: {a: 1}\ndescription: [[x], y]\n---\n- Enable strict mode.\n",
+    }
+    docs, warnings = parse_folder(write_rules(tmp_path / "r", files))
+    assert docs["a.mdc"].rule.description == "React component rules for the web app"
+    assert docs["b.mdc"].rule.title == "B" and "{" not in docs["b.mdc"].rule.description
+    assert "b.mdc:2: title: an object, not text; left out; write it as text" in warnings
+    assert "b.mdc:3: description: a list, not text; left out; write it as text" in warnings
+
+
 def test_legacy_cursorrules_prose_persona_and_code(tmp_path: Path) -> None:
     text = """
     You are an expert in Python and FastAPI.
