@@ -452,6 +452,7 @@ def _add_llm(p: argparse.ArgumentParser) -> None:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     """``ruledex pin``: verify an index (downloading a URL into the cache) and record it in ruledex.toml."""
+    from .format import SIDECAR_SUFFIX
     from .pin import CONFIG_NAME, default_config, pin_source, write_pin
 
     config = Path(args.config) if args.config else default_config(Path.cwd())
@@ -462,10 +463,11 @@ def cmd_pin(args: argparse.Namespace) -> int:
     label = f" ({pin.name})" if pin.name else ""
     print(f"pinned {pin.source}{label} sha256 {pin.sha256} in {config}")
     if pin.is_url:  # what the sha256 was checked against: the release's own checksum, or only the download
+        published = pin.source + SIDECAR_SUFFIX
         print(
-            f"the download matches the {pin.source}.sha256 published beside it"
+            f"the download matches the {published} published beside it"
             if pin.checked
-            else f"no {pin.source}.sha256 is published beside it: the sha256 is the download's own; compare it "
+            else f"no {published} is published beside it: the sha256 is the download's own; compare it "
             "with the one the release states"
         )
     return EXIT_OK
