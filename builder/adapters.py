@@ -38,7 +38,7 @@ from ruledex.reader.text import slug
 from ruledex.reader.vocab import TOPICS
 
 from .blobs import js_to_markdown, json_to_markdown
-from .freeform import _MARKDOWN_LANGS, LineMap, Outline, read_markdown
+from .freeform import MARKDOWN_LANGS, LineMap, Outline, read_markdown
 from .frontmatter import SAFE_LOADER
 from .ids import derive_id
 from .infer import (
@@ -467,7 +467,7 @@ def _glob_value(values: dict[str, Any], text: str, path: str) -> tuple[str | lis
 
 def _markdown_warnings(body: str, body_line: int, path: str) -> list[str]:
     """A code fence or HTML comment never closed (:func:`unclosed_block_warning`), when the body was read as markdown."""
-    warnings = unclosed_block_warning(body, body_line, path, read_langs=_MARKDOWN_LANGS)
+    warnings = unclosed_block_warning(body, body_line, path, read_langs=MARKDOWN_LANGS)
     if warnings and (json_to_markdown(body) is not None or js_to_markdown(body) is not None):
         return []  # a JSON or JavaScript prompt file: its text was not read as markdown
     return warnings

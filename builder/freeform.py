@@ -55,7 +55,8 @@ _META = re.compile(
 )
 _BOLD_MARKER = re.compile(r"^\*\*(MUST|SHOULD|MAY)\*\*\s*[:—-]?\s*")
 """``- **MUST** ...``: how ruledex exports and renders directives; read back as an explicit severity."""
-_MARKDOWN_LANGS = frozenset({"markdown", "md", "mdc"})
+MARKDOWN_LANGS = frozenset({"markdown", "md", "mdc"})
+"""Fence languages whose text is read as rules (a foreign file wrapped in ```markdown)."""
 _HEADING_OBLIGATION = re.compile(r"\b(?:must|never|always|do not|don't|should|avoid|prefer)\b", re.IGNORECASE)
 MAX_HEADING_WORDS = 16
 """Longer "headings" are comment lines of unfenced code (``# Read in logs: ...``)."""
@@ -344,7 +345,7 @@ class _Walker:
     def code(self, element: block.BlockElement, body: str, lines: LineMap) -> None:
         lang = (getattr(element, "lang", "") or "").strip().lower()
         code = str(element.children[0].children) if element.children else ""
-        if lang in _MARKDOWN_LANGS and re.search(r"^\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)", code, re.M):
+        if lang in MARKDOWN_LANGS and re.search(r"^\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)", code, re.M):
             inner = marko.Markdown().parse(code)
             first = lines.line(element.source_span[0]) + 1
             self.stack = []
