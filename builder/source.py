@@ -18,6 +18,8 @@ from pathlib import Path
 from ruledex.reader.export import GENERATED_MARK
 from ruledex.reader.records import blob_id
 
+from .parse import normalise_newlines
+
 RULE_SUFFIXES = (".md", ".mdc")
 SKIP_NAMES = frozenset({"readme.md", "contributing.md", "changelog.md", "license.md"})
 MAX_RULE_BYTES = 1_000_000
@@ -157,7 +159,7 @@ def looks_like_ruledex(text: str) -> bool:
     Such a file is one of ruledex's own documents even when its YAML is broken, so its
     problems are errors for its author, never a silent fallback to inference.
     """
-    lines = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as the parser reads it
+    lines = normalise_newlines(text).split("\n")  # as the parser reads it
     if not lines or lines[0].strip() != "---":
         return False
     for line in lines[1:400]:
