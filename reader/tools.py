@@ -298,8 +298,9 @@ def search_knowledge(
     min_confidence = 0.0 if min_confidence is None else _number(min_confidence, "minConfidence", 0, 1)
     if index.n_directives == 0:
         return {"results": [], "totalMatches": 0}
-    topics = [name for t in tags if (name := canonical(t, TOPICS)) is not None]
-    words = [t for t in tags if canonical(t, TOPICS) is None]
+    named = [(t, canonical(t, TOPICS)) for t in tags]  # a tag is a topic, or words for the query
+    topics = [name for _, name in named if name is not None]
+    words = [t for t, name in named if name is None]
     options = {"strictLayer": category is not None, "layer": category, "topicsBias": topics}
     answer = query_directives(index, " ".join([query, *words]), None, {**options, "maxItems": 12, "tokenBudget": 8000})
     if answer["diagnostics"]["retrievalStats"]["considered"] == 0:
