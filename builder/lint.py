@@ -19,7 +19,7 @@ from ruledex.reader.errors import RuleError
 from ruledex.reader.options import QueryOptions
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.render import MAX_SHOWN_WORDS, Item, always_heading, item_lines
-from ruledex.reader.secrets import TOKEN_SHAPES
+from ruledex.reader.secrets import TOKEN_SHAPES, may_hold
 from ruledex.reader.text import count_tokens, keywords
 
 from . import frontmatter
@@ -51,14 +51,17 @@ GENERIC = re.compile(
 )
 _NEGATIVE = re.compile(r"\b(never|do not|don't|must not|avoid|no longer|forbid|disallow)\b", re.IGNORECASE)
 
+_ASSIGNMENT = "password or token assignment"
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
     *TOKEN_SHAPES,
     (  # stricter than the log's masking: placeholders ($VAR, <token>, {{ secret }}) and short values pass
-        "password or token assignment",
+        _ASSIGNMENT,
         re.compile(r"(?i)\b(password|passwd|secret|api_?key|token)\s*[:=]\s*['\"]?[^\s'\"<>{}$]{8,}"),
     ),
 )
 """What a rule document must not hold: every token shape the query log masks, and assignments."""
+_ASSIGNMENT_MARKERS = ("password", "passwd", "secret", "apikey", "api_key", "token")
+"""What every assignment match holds, lower-cased (see :data:`ruledex.reader.secrets.MARKERS`)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,10 @@ PLACEHOLDER_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret"
 def secrets_in(path: str, text: str) -> list[Finding]:
     """Secret-looking strings, by kind and position (in reading order); never the value."""
     found = []
+    folded = text.lower()
     for kind, pattern in SECRETS:
+        if not (any(m in folded for m in _ASSIGNMENT_MARKERS) if kind == _ASSIGNMENT else may_hold(kind, text)):
+            continue
         for match in pattern.finditer(text):
             if kind == "url-credentials" and match.group(0).rsplit(":", 1)[-1].lower() in PLACEHOLDER_PASSWORDS:
                 continue

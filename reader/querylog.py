@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .secrets import SECRET_NAME, TOKEN_SHAPES
+from .secrets import SECRET_NAME, TOKEN_SHAPES, may_hold
 
 MAX_LOGGED_CHARS = 8000
 """Logged texts are cut here (the query truncates tasks at the same length)."""
@@ -46,7 +46,8 @@ def _mask_assignment(match: re.Match[str]) -> str:
 def mask_secrets(text: str) -> str:
     """Replace secrets and e-mail addresses in ``text`` with ``[kind]`` placeholders (pure)."""
     for kind, pattern in TOKEN_SHAPES:
-        text = pattern.sub(f"[{kind}]", text)
+        if may_hold(kind, text):
+            text = pattern.sub(f"[{kind}]", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret]", text)
     text = _ASSIGNMENT.sub(_mask_assignment, text)
     return _EMAIL.sub("[email]", text)

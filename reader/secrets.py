@@ -28,6 +28,28 @@ TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 """Token shapes that are secrets wherever they appear: (kind, pattern)."""
 
+MARKERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("PRIVATE KEY-----",),
+    "jwt": ("eyJ",),
+    "api-key": ("sk-", "sk_", "pk-", "pk_", "rk-", "rk_"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "npm-token": ("npm_",),
+    "aws-key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+    "google-key": ("AIza",),
+    "slack-token": ("xox",),
+    "url-credentials": ("://",),
+}
+"""Per shape, text that every match of it contains (one of these, as written): a text holding none is
+not scanned for that shape. Each regex tries every position of a text (their ``\\b`` and lookbehinds
+hide the literal from ``re``'s prefix search), so scanning a build's 2 MB of rule files for the ten
+shapes took 0.45 s; a substring test is about a millisecond. ``aws-secret`` has no such text."""
+
+
+def may_hold(kind: str, text: str) -> bool:
+    """False when ``text`` cannot hold a ``kind`` secret: it lacks every one of the shape's markers."""
+    markers = MARKERS.get(kind)
+    return markers is None or any(marker in text for marker in markers)
+
 SECRET_NAME = (
     r"(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|pass|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
     r"|private[_-]?key|client[_-]?secret|credentials?|auth)(?:[_-][a-z0-9]+)*"

@@ -239,6 +239,41 @@ def test_the_linter_knows_every_token_shape_the_query_log_masks() -> None:
     assert secrets_in("x.md", 'sql.Open("postgres", "postgresql://username:password@localhost/db")') == []
 
 
+def test_secret_markers_skip_only_text_that_cannot_hold_the_secret() -> None:
+    """The substring pre-test is a speed-up: every secret the full scan finds is still found."""
+    from ruledex.builder.lint import SECRETS
+    from ruledex.reader.secrets import MARKERS, TOKEN_SHAPES
+
+    samples = [
+        "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjE -----END OPENSSH PRIVATE KEY-----",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "sk-proj-a1b2c3d4e5f6g7h8",
+        "bogus_rk_live_51Habc123DEF",
+        "pk_test_TYooMQauvdEDq54NiTphI7jx",
+        "ghp_" + "a1" * 18,
+        "github_pat_" + "A1b2" * 6,
+        "npm_" + "a1B2c3D4e5" * 3 + "a1B2c3",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ASIA" + "Z7" * 8,
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AIzaSyD-1234567890abcdefghijklmnopq",
+        "xoxb-123456789012-abcdefghij",
+        "postgres://admin:s3cretValue@db.internal/prod",
+        "API_KEY = 'abcdef123456'",
+        "Password: hunter2hunter2",
+    ]
+    assert set(MARKERS) < {kind for kind, _ in TOKEN_SHAPES}
+    text = "\n".join(f"- never commit {sample} to the repo" for sample in samples)
+    unfiltered = sorted(
+        (text.count("\n", 0, m.start()) + 1, kind) for kind, pattern in SECRETS for m in pattern.finditer(text)
+    )
+    assert {line for line, _ in unfiltered} == set(range(1, len(samples) + 1))  # each sample is a secret
+    assert sorted((f.line, f.message.split("(")[1].split(")")[0]) for f in secrets_in("x.md", text)) == unfiltered
+    for kind, pattern in TOKEN_SHAPES:  # each match holds a marker, so no text that holds one is skipped
+        for match in pattern.finditer(text):
+            assert kind not in MARKERS or any(m in match.group(0) for m in MARKERS[kind]) or kind == "url-credentials"
+
+
 def test_a_documents_warnings_show_beside_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One run shows the misspelt field too, not only after the errors are fixed."""
     rules = write_rules(
