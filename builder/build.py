@@ -20,7 +20,7 @@ import numpy as np
 from ruledex.reader import format as fmt
 from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
-from ruledex.reader.text import KEYWORD_TOKENIZER
+from ruledex.reader.text import KEYWORD_TOKENIZER, keywords
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
 from .adapters import SkipFile, assign_ids, parse_foreign
@@ -227,7 +227,8 @@ def compile_index(
         rule_document(r, ds, written_text(written[r.path], r.path) if r.path in written else "")
         for r, ds in zip(rules, members, strict=True)
     ]
-    kw = build_keyword_index(documents, rule_docs)
+    document_terms = [keywords(doc) for doc in documents]
+    kw = build_keyword_index(document_terms, rule_docs)
     wta_texts = [(i, phrase) for i, r in enumerate(rules) for phrase in r.when_to_apply]
     wta_vectors = embed_texts(encoder, [p for _, p in wta_texts])
     example_texts = [(i, task) for i, r in enumerate(rules) for task in r.examples]
@@ -255,7 +256,7 @@ def compile_index(
         "wta_rule": np.array([i for i, _ in wta_texts], dtype="<u4"),
         "example_vectors": example_vectors.astype("<f4"),
         "example_rule": np.array([i for i, _ in example_texts], dtype="<u4"),
-        **detection_tables(directives, documents, vectors),
+        **detection_tables(directives, document_terms, vectors),
         "rule_records": rule_bytes,
         "rule_offsets": rule_offsets,
         "directive_records": dir_bytes,

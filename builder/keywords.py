@@ -147,9 +147,13 @@ def _postings(counts: list[Counter[str]], term_ids: dict[str, int]) -> Postings:
     )
 
 
-def build_keyword_index(documents: list[str], rule_documents: list[str]) -> KeywordIndex:
-    """Index ``documents`` (one per directive, in directive order) and ``rule_documents`` (one per rule)."""
-    counts = [Counter(keywords(doc)) for doc in documents]
+def build_keyword_index(document_terms: list[list[str]], rule_documents: list[str]) -> KeywordIndex:
+    """Index the directives' documents and ``rule_documents`` (one text per rule).
+
+    A directive's document comes as its :func:`keywords` (one list per directive, in order): the
+    builder splits each once, for this and for the detection tables.
+    """
+    counts = [Counter(terms) for terms in document_terms]
     rule_counts = [Counter(keywords(doc)) for doc in rule_documents]
     terms = sorted({term.encode() for counter in rule_counts for term in counter})
     term_ids = {term.decode(): i for i, term in enumerate(terms)}

@@ -17,7 +17,6 @@ import numpy as np
 from ruledex.reader.encode import unit_rows
 from ruledex.reader.format import RULE_ALWAYS_APPLY, RULE_DECLARED, RULE_HAS_GLOBS
 from ruledex.reader.records import DirectiveRecord, RuleRecord
-from ruledex.reader.text import keywords
 from ruledex.reader.vocab import CORE_MARKER, LAYERS, SEVERITIES, TOPICS, layer_mask, topic_mask
 
 TERMS_PER_CLASS = 40
@@ -58,9 +57,9 @@ def _prototypes(vectors: np.ndarray, members: list[list[int]]) -> np.ndarray:
     return unit_rows(out)
 
 
-def _distinctive_terms(docs: list[list[str]], members: list[int], df: Counter[str], n_docs: int) -> list[str]:
+def _distinctive_terms(docs: list[set[str]], members: list[int], df: Counter[str], n_docs: int) -> list[str]:
     """Terms most specific to a class: in-class document frequency weighted by global IDF."""
-    inside = Counter(term for i in members for term in set(docs[i]))
+    inside = Counter(term for i in members for term in docs[i])
     scored = [
         (count * math.log((n_docs + 1) / (df[term] + 1)), term)
         for term, count in inside.items()
@@ -70,12 +69,17 @@ def _distinctive_terms(docs: list[list[str]], members: list[int], df: Counter[st
     return [term for _, term in scored[:TERMS_PER_CLASS]]
 
 
-def detection_tables(directives: list[DirectiveRecord], texts: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
-    """Layer/topic prototype vectors and learnt terms (msgpack), from directives and their texts."""
+def detection_tables(
+    directives: list[DirectiveRecord], document_terms: list[list[str]], vectors: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Layer/topic prototype vectors and learnt terms (msgpack).
+
+    From the directives and their documents' :func:`~ruledex.reader.text.keywords`.
+    """
     by_layer = [[i for i, d in enumerate(directives) if layer in d.layers] for layer in LAYERS]
     by_topic = [[i for i, d in enumerate(directives) if topic in d.topics] for topic in TOPICS]
-    docs = [keywords(t) for t in texts]
-    df: Counter[str] = Counter(term for doc in docs for term in set(doc))
+    docs = [set(terms) for terms in document_terms]  # a class counts documents, not occurrences
+    df: Counter[str] = Counter(term for doc in docs for term in doc)
     terms = {
         "layers": {
             name: _distinctive_terms(docs, ids, df, len(docs))

@@ -50,6 +50,7 @@ def may_hold(kind: str, text: str) -> bool:
     markers = MARKERS.get(kind)
     return markers is None or any(marker in text for marker in markers)
 
+
 SECRET_NAME = (
     r"(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|pass|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
     r"|private[_-]?key|client[_-]?secret|credentials?|auth)(?:[_-][a-z0-9]+)*"
