@@ -120,6 +120,32 @@ def _calibration(config: dict[str, Any], name: str) -> tuple[float, float]:
     return float(scale), float(shift)
 
 
+def shipped_model() -> Any:
+    """The shipped model as a ``model2vec.StaticModel``, made from its three files.
+
+    What ``StaticModel.from_pretrained`` does for a model2vec folder, without its first step:
+    importing model2vec's hub and model-card modules (huggingface_hub, jinja2), about 0.2 s of
+    every build, for a folder that needs neither. The constructor is model2vec's own, so the
+    tokenizer settings, unknown token and median token length are derived as it derives them;
+    ``tests/test_encode_parity.py`` checks that both ways give the same stored model.
+    """
+    from model2vec.model import DEFAULT_MAX_LENGTH, StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+    tensors = load_file(str(DEFAULT_MODEL_DIR / "model.safetensors"))
+    return StaticModel(
+        vectors=tensors["embeddings"],
+        tokenizer=Tokenizer.from_file(str(DEFAULT_MODEL_DIR / "tokenizer.json")),
+        config=config,
+        normalize=bool(config.get("normalize", False)),
+        weights=tensors.get("weights"),
+        token_mapping=tensors.get("mapping"),
+        max_length=config.get("max_length", DEFAULT_MAX_LENGTH),
+    )
+
+
 def load_model(name_or_path: str | None = None) -> StoredModel:
     """Load the default shipped model, a local model2vec folder, or a hub model by name."""
     try:
@@ -131,7 +157,7 @@ def load_model(name_or_path: str | None = None) -> StoredModel:
             raise ConfigError(
                 f"the default model is missing from {DEFAULT_MODEL_DIR}; reinstall ruledex, or regenerate it with `ruledex distill`"
             )
-        return from_static_model(StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR)), DEFAULT_MODEL_NAME)
+        return from_static_model(shipped_model(), DEFAULT_MODEL_NAME)
     local = Path(name_or_path)
     if local.exists():
         if not (local / "config.json").exists():

@@ -28,6 +28,16 @@ def test_matches_static_model_encode() -> None:
     np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-7)
 
 
+def test_the_shipped_model_loads_as_model2vec_loads_it() -> None:
+    """Builds read the shipped folder without model2vec's hub loader: the same model, to the byte."""
+    model2vec = pytest.importorskip("model2vec")
+    from ruledex.builder.embed import DEFAULT_MODEL_NAME, from_static_model
+
+    reference = from_static_model(model2vec.StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR)), DEFAULT_MODEL_NAME)
+    fast = load_model()
+    assert (fast.hash, fast.params, fast.tokenizer_json) == (reference.hash, reference.params, reference.tokenizer_json)
+
+
 def test_text_without_known_tokens_is_a_zero_vector() -> None:
     vec = load_model().encoder().encode_one("😀😀")
     assert vec.dtype == np.float32
