@@ -49,6 +49,7 @@ from .source import (
     split_generated,
 )
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
+from .workers import Workers, workers_for
 
 Progress = Callable[[str], None]
 
@@ -102,63 +103,102 @@ class BuildResult:
         }
 
 
+def _parse_ruledex(source: SourceFile) -> tuple[ParsedDocument | None, list[RuleError], list[str]]:
+    """One ruledex document: the document, or its errors; and its warnings (a worker's job)."""
+    try:
+        doc = parse_document(source.text, source.path)
+    except (RuleError, RuleErrors) as exc:
+        return None, list(exc.errors), list(exc.warnings)  # warnings found before it failed (unknown fields ...)
+    return doc, [], list(doc.warnings)
+
+
+def _parse_foreign(job: tuple[SourceFile, str]) -> tuple[ParsedDocument | None, list[str]]:
+    """One foreign file with its rule id: the document, or none; and the warnings (a worker's job)."""
+    source, rule_id = job
+    try:
+        doc = parse_foreign(source, rule_id)
+    except SkipFile as skip:
+        return None, [str(skip)]
+    except Exception as exc:  # a third-party file must never stop the build
+        return None, [f"{source.path}:1: file: could not be read ({type(exc).__name__}: {exc}); file skipped"]
+    return doc, list(doc.warnings)
+
+
 def parse_all(
-    sources: list[SourceFile], cache: dict[tuple[str, str], ParsedDocument] | None = None
+    sources: list[SourceFile],
+    cache: dict[tuple[str, str], ParsedDocument] | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[ParsedDocument], list[str], int]:
     """Parse every file, collecting every error before failing; duplicate ids are errors.
 
     ruledex documents go to the strict parser and their problems are errors. Foreign files
     (Cursor, AGENTS.md, Copilot ...) go to the adapters; one that cannot be read is skipped with
-    a warning naming it, and the build goes on.
+    a warning naming it, and the build goes on. Files are parsed on up to ``jobs`` worker
+    processes when there is enough text (:mod:`~ruledex.builder.workers`; default: every core);
+    the result and the order of the warnings are the same either way.
     """
+    cache = cache or {}
     parsed: list[ParsedDocument] = []
     errors: list[RuleError] = []
     warnings: list[str] = []
     foreign: list[SourceFile] = []
     reused = 0
+    # in source order: a file to parse, a reused document, or an unreadable file's error or warning
+    plan: list[SourceFile | ParsedDocument | RuleError | str] = []
     for source in sources:
         if source.problem:
             if source.format == RULEDEX:
-                errors.append(RuleError(source.path, source.line, "file", source.problem))
+                plan.append(RuleError(source.path, source.line, "file", source.problem))
             else:
-                warnings.append(f"{source.path}:{source.line}: file: {source.problem}; file skipped")
+                plan.append(f"{source.path}:{source.line}: file: {source.problem}; file skipped")
             continue
-        hit = (cache or {}).get((source.path, source.blob))
+        hit = cache.get((source.path, source.blob))
         if hit is not None and hit.rule.format == source.format == RULEDEX:
-            parsed.append(hit)
-            warnings.extend(hit.warnings)
-            reused += 1
-            continue
-        if source.format != RULEDEX:
+            plan.append(hit)
+        elif source.format != RULEDEX:
             foreign.append(source)
-            continue
-        try:
-            doc = parse_document(source.text, source.path)
-        except (RuleError, RuleErrors) as exc:
-            errors.extend(exc.errors)
-            warnings.extend(exc.warnings)  # found before it failed (unknown fields ...)
-            continue
-        parsed.append(doc)
-        warnings.extend(doc.warnings)
-    ids, renamed = assign_ids([s.path for s in foreign], {d.rule.id for d in parsed})
-    warnings.extend(renamed)
-    for source in foreign:
-        hit = (cache or {}).get((source.path, source.blob))
-        if hit is not None and hit.rule.id == ids[source.path]:  # foreign ids depend on the other files too
-            parsed.append(hit)
-            warnings.extend(hit.warnings)
-            reused += 1
-            continue
-        try:
-            doc = parse_foreign(source, ids[source.path])
-        except SkipFile as skip:
-            warnings.append(str(skip))
-            continue
-        except Exception as exc:  # a third-party file must never stop the build
-            warnings.append(f"{source.path}:1: file: could not be read ({type(exc).__name__}: {exc}); file skipped")
-            continue
-        parsed.append(doc)
-        warnings.extend(doc.warnings)
+        else:
+            plan.append(source)
+    todo = [step for step in plan if isinstance(step, SourceFile)]
+    count = workers_for(sum(len(s.text) for s in [*todo, *foreign]), len(todo) + len(foreign), jobs)
+    if count and progress:
+        progress(f"parsing {len(todo) + len(foreign)} files on {count} processes")
+    with Workers(count) as workers:
+        results = iter(workers.map(_parse_ruledex, todo))
+        for step in plan:
+            if isinstance(step, SourceFile):
+                doc, failed, said = next(results)
+                errors.extend(failed)
+                warnings.extend(said)
+                if doc is not None:
+                    parsed.append(doc)
+            elif isinstance(step, ParsedDocument):
+                parsed.append(step)
+                warnings.extend(step.warnings)
+                reused += 1
+            elif isinstance(step, RuleError):
+                errors.append(step)
+            else:
+                warnings.append(step)
+        ids, renamed = assign_ids([s.path for s in foreign], {d.rule.id for d in parsed})
+        warnings.extend(renamed)
+        foreign_plan: list[ParsedDocument | SourceFile] = []
+        for source in foreign:  # a foreign file's id depends on the other files: reused only if it is the same
+            hit = cache.get((source.path, source.blob))
+            foreign_plan.append(hit if hit is not None and hit.rule.id == ids[source.path] else source)
+        foreign_todo = [step for step in foreign_plan if isinstance(step, SourceFile)]
+        foreign_results = iter(workers.map(_parse_foreign, [(s, ids[s.path]) for s in foreign_todo]))
+        for step in foreign_plan:
+            if isinstance(step, SourceFile):
+                doc, said = next(foreign_results)
+                warnings.extend(said)
+                if doc is not None:
+                    parsed.append(doc)
+            else:
+                parsed.append(step)
+                warnings.extend(step.warnings)
+                reused += 1
     seen: dict[str, str] = {}
     for doc in parsed:
         if doc.rule.id in seen:
@@ -387,6 +427,7 @@ def build(
     ref: str | None = None,
     subpath: str | None = None,
     previous: Path | None = None,
+    jobs: int | None = None,
 ) -> BuildResult:
     """Build an index and write it atomically with its ``.sha256`` sidecar.
 
@@ -394,6 +435,8 @@ def build(
     commit's tree (``subpath``: default ``rules/`` when the tree has one). ``previous`` reuses the
     parsed records of files whose content did not change; the result is byte-identical to a full
     build (vectors are recomputed: IDF weights are index-wide and cheap next to parsing).
+    ``jobs``: at most this many processes parse the files (default: one per core; see
+    :mod:`~ruledex.builder.workers`); the index is the same for any number.
     """
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
@@ -423,7 +466,7 @@ def build(
     # a secret in a rule file would be served to every assistant: say so (never echoing it), as check does
     secrets = [f.text(folder) for s in sources if not s.problem for f in secrets_in(s.path, normalise_newlines(s.text))]
     try:
-        parsed, warnings, reused = parse_all(sources, cache)
+        parsed, warnings, reused = parse_all(sources, cache, jobs, say)
     except RuleErrors as exc:
         shown = [shown_path(folder, w) for w in exc.warnings] + secrets
         raise RuleErrors([replace(e, path=shown_path(folder, e.path)) for e in exc.errors], shown) from None

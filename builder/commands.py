@@ -31,6 +31,19 @@ def _require_build_deps() -> None:
         )
 
 
+def _jobs(value: str) -> int:
+    """``--jobs``: a whole number of processes, at least 1."""
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of processes; give 1 or more (1: no worker processes)"
+        )
+    return jobs
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``build``, ``import``, ``export`` and ``distill`` on the CLI's subparsers."""
     p = sub.add_parser(
@@ -63,6 +76,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="index name recorded in the manifest and file name (default: the origin remote's repository name, else 'rules')",
     )
     p.add_argument("--model", help="model2vec model: local folder or hub name (default: the bundled offline model)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs,
+        metavar="N",
+        help="parse the files on up to N processes when there is over half a megabyte of rules "
+        "(default: one per core; 1: parse in this process); the index is the same for any N",
+    )
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_build)
@@ -169,6 +190,7 @@ def run_build(args: argparse.Namespace) -> int:
             ref=args.ref,
             subpath=subpath,
             previous=Path(args.previous) if args.previous else None,
+            jobs=args.jobs,
         )
     except (RuleError, RuleErrors) as exc:  # every error, then the warnings found with them, as check shows
         for error in exc.errors:

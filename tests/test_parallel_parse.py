@@ -1,0 +1,88 @@
+"""Large builds parse their files on worker processes; the result is the one a single process gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ruledex.builder import workers
+from ruledex.builder.build import build, parse_all
+from ruledex.builder.source import read_sources
+from ruledex.reader.errors import RuleErrors
+
+from .conftest import REPO, rule_doc, write_rules
+
+
+def _mixed_rules(folder: Path) -> Path:
+    """Good and broken ruledex documents, foreign files with warnings, an unreadable file."""
+    files = {
+        f"team/r{i:02d}.md": rule_doc(f"## Rules\n\n- [MUST] Validate payload {i} at the boundary.", id=f"r{i:02d}")
+        for i in range(12)
+    }
+    files["team/broken.md"] = rule_doc("## Rules\n\n- [MUST] Do it.", id="broken", layers="[9-Nowhere]")
+    files[".cursor/rules/react.mdc"] = (
+        "---\ndescription: React\nglobs: 42\n---\n- Use function components with hooks.\n"
+    )
+    files["AGENTS.md"] = "# Agents\n\n- Run the tests before you push.\n\n```python\nunclosed = True\n"
+    write_rules(folder, files)
+    (folder / "team" / "latin1.md").write_bytes(b"---\nid: x\n---\n\xe9\xe9\n")
+    return folder
+
+
+def test_parsing_on_worker_processes_gives_the_same_documents_warnings_and_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = read_sources(_mixed_rules(tmp_path / "rules"))
+    with pytest.raises(RuleErrors) as one_process:
+        parse_all(sources, jobs=1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)  # this small set would otherwise stay in one process
+    said: list[str] = []
+    with pytest.raises(RuleErrors) as two_processes:
+        parse_all(sources, jobs=2, progress=said.append)
+    assert said == [f"parsing {len(sources) - 1} files on 2 processes"]  # the unreadable file is not parsed
+    assert [str(e) for e in two_processes.value.errors] == [str(e) for e in one_process.value.errors]
+    assert two_processes.value.warnings == one_process.value.warnings
+    assert any("9-Nowhere" in str(e) for e in one_process.value.errors)
+    assert any("latin1.md" in w and "UTF-8" in w for w in one_process.value.warnings)
+    assert any("react.mdc" in w for w in one_process.value.warnings)
+
+    (tmp_path / "rules" / "team" / "broken.md").unlink()
+    (tmp_path / "rules" / "team" / "latin1.md").unlink()
+    sources = read_sources(tmp_path / "rules")
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 10**9)
+    alone = parse_all(sources, jobs=2)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
+    assert parse_all(sources, jobs=2) == alone and len(alone[0]) == 14
+
+
+def test_how_many_workers() -> None:
+    big = workers.PARALLEL_MIN_CHARS
+    assert workers.workers_for(big - 1, 500, 8) == 0  # too little text to pay for starting processes
+    assert workers.workers_for(big, 500, 1) == 0
+    assert workers.workers_for(big, 1, 8) == 0
+    assert workers.workers_for(big, 3, 8) == 3
+    assert workers.workers_for(big * 10, 500, 64) == workers.MAX_JOBS
+    assert workers.workers_for(big, 500, None) == min(workers.default_jobs(), workers.MAX_JOBS, 500) or (
+        workers.default_jobs() == 1
+    )
+
+
+def test_build_on_two_processes_writes_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = REPO / "rules"
+    one = build(rules, tmp_path / "one.ruledex", jobs=1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
+    two = build(rules, tmp_path / "two.ruledex", jobs=2)
+    assert (tmp_path / "one.ruledex").read_bytes() == (tmp_path / "two.ruledex").read_bytes()
+    assert two.warnings == one.warnings
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_jobs_must_be_a_number_of_processes(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from ruledex.reader.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["build", str(REPO / "rules"), "--out", "/nonexistent/x.ruledex", "--jobs", value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--jobs" in err and "give 1 or more" in err
