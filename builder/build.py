@@ -103,8 +103,8 @@ class BuildResult:
         }
 
 
-def _parse_ruledex(source: SourceFile) -> tuple[ParsedDocument | None, list[RuleError], list[str]]:
-    """One ruledex document: the document, or its errors; and its warnings (a worker's job)."""
+def parse_ruledex_file(source: SourceFile) -> tuple[ParsedDocument | None, list[RuleError], list[str]]:
+    """One ruledex document: the document, or its errors; and its warnings (a worker's job for build and check)."""
     try:
         doc = parse_document(source.text, source.path)
     except (RuleError, RuleErrors) as exc:
@@ -165,7 +165,7 @@ def parse_all(
     if count and progress:
         progress(f"parsing {len(todo) + len(foreign)} files on {count} processes")
     with Workers(count) as workers:
-        results = iter(workers.map(_parse_ruledex, todo))
+        results = iter(workers.map(parse_ruledex_file, todo))
         for step in plan:
             if isinstance(step, SourceFile):
                 doc, failed, said = next(results)

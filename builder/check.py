@@ -12,15 +12,13 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
-from ruledex.reader.errors import RuleError, RuleErrors
-
 from .adapters import SkipFile, assign_ids, parse_foreign
-from .build import build
+from .build import build, parse_ruledex_file
 from .embed import load_model
 from .gitsource import tree_sources
 from .lint import Finding, from_rule_error, lint
-from .parse import parse_document
 from .source import RULEDEX, read_sources, rules_folder, split_generated
+from .workers import Workers, workers_for
 
 EXAMPLE_DEPTH = 3
 
@@ -92,8 +90,12 @@ def check(
     repo: Path | None = None,
     ref: str | None = None,
     subpath: str | None = None,
+    jobs: int | None = None,
 ) -> list[Finding]:
-    """All findings for a rules folder, or for the rules of a git ref (``repo``/``ref``), by path and line."""
+    """All findings for a rules folder, or for the rules of a git ref (``repo``/``ref``), by path and line.
+
+    ``jobs``: at most this many processes parse the ruledex documents, as in :func:`build`.
+    """
     today = today or dt.date.today()
     from_git = ref is not None or repo is not None
     if from_git:
@@ -105,6 +107,9 @@ def check(
     parsed = []
     seen: dict[str, str] = {}
     foreign = []
+    todo = [s for s in sources if not s.problem and s.format == RULEDEX]
+    with Workers(workers_for(sum(len(s.text) for s in todo), len(todo), jobs)) as workers:  # as build parses
+        results = iter(workers.map(parse_ruledex_file, todo))
     for source in sources:
         if source.problem:
             level = "error" if source.format == RULEDEX else "warning"
@@ -113,11 +118,10 @@ def check(
         if source.format != RULEDEX:
             foreign.append(source)
             continue
-        try:
-            doc = parse_document(source.text, source.path)
-        except (RuleError, RuleErrors) as exc:
-            findings.extend(map(from_rule_error, exc.errors))
-            findings.extend(_warning(w) for w in exc.warnings)  # unknown fields too: one run shows all
+        doc, errors, warnings = next(results)
+        findings.extend(map(from_rule_error, errors))
+        findings.extend(_warning(w) for w in warnings)  # unknown fields too, beside the errors: one run shows all
+        if doc is None:
             continue
         if doc.rule.id in seen:
             findings.append(
@@ -132,7 +136,6 @@ def check(
                 )
             )
         seen.setdefault(doc.rule.id, source.path)
-        findings.extend(_warning(w) for w in doc.warnings)
         parsed.append((doc, source.text))
     # other tools' files (Cursor, AGENTS.md, Copilot ...) are read leniently, as the build does
     ids, renamed = assign_ids([s.path for s in foreign], set(seen))
@@ -162,9 +165,9 @@ def check(
             with tempfile.TemporaryDirectory(prefix="ruledex-check-") as tmp:
                 out = Path(tmp) / "check.ruledex"
                 if from_git:
-                    built = build(None, out, repo=Path(repo or "."), ref=ref or "HEAD", subpath=subpath).path
+                    built = build(None, out, repo=Path(repo or "."), ref=ref or "HEAD", subpath=subpath, jobs=jobs).path
                 else:
-                    built = build(Path(rules_dir or "rules"), out).path
+                    built = build(Path(rules_dir or "rules"), out, jobs=jobs).path
                 findings.extend(example_findings(built, texts, strict))
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
 

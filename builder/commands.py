@@ -31,19 +31,6 @@ def _require_build_deps() -> None:
         )
 
 
-def _jobs(value: str) -> int:
-    """``--jobs``: a whole number of processes, at least 1."""
-    try:
-        jobs = int(value)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a number of processes; give 1 or more (1: no worker processes)"
-        )
-    return jobs
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``build``, ``import``, ``export`` and ``distill`` on the CLI's subparsers."""
     p = sub.add_parser(
@@ -79,7 +66,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--jobs",
         "-j",
-        type=_jobs,
+        type=_positive_int,
         metavar="N",
         help="parse the files on up to N processes when there is over half a megabyte of rules "
         "(default: one per core; 1: parse in this process); the index is the same for any N",

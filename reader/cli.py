@@ -342,6 +342,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         examples=args.examples,
         index_path=Path(args.index) if args.index else None,
         strict=args.strict,
+        jobs=args.jobs,
     )
     errors = sum(f.level == "error" for f in findings)
     if args.json or args.format == "json":
@@ -652,6 +653,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", metavar="SUBDIR", help="rules folder inside the tree (default: rules/ when present)")
     p.add_argument("--index", action=Once, help="check examples against this index instead of building one")
     p.add_argument("--strict", action="store_true", help="expired rules and example misses are errors")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="parse on up to N processes when there is over half a megabyte of rules (default: one per core)",
+    )
     p.add_argument(
         "--format",
         choices=["text", "github", "json"],
