@@ -23,7 +23,7 @@ from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER, keywords
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
-from .adapters import SkipFile, assign_ids, parse_foreign
+from .adapters import assign_ids
 from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
 from .fingerprint import code_fingerprint
 from .gitsource import Change, tree_sources, working_tree_changes
@@ -37,7 +37,7 @@ from .keywords import (
     written_text,
 )
 from .lint import secrets_in
-from .parse import ParsedDocument, normalise_newlines, parse_document
+from .parse import ParsedDocument, normalise_newlines
 from .source import (
     RULEDEX,
     SourceFile,
@@ -49,7 +49,7 @@ from .source import (
     split_generated,
 )
 from .tables import detection_tables, directive_tables, pack_records, rule_tables
-from .workers import Workers, workers_for
+from .workers import Workers, parse_foreign_file, parse_ruledex_file, workers_for
 
 Progress = Callable[[str], None]
 
@@ -101,27 +101,6 @@ class BuildResult:
             "reused": self.reused,
             "generated_skipped": self.generated,
         }
-
-
-def parse_ruledex_file(source: SourceFile) -> tuple[ParsedDocument | None, list[RuleError], list[str]]:
-    """One ruledex document: the document, or its errors; and its warnings (a worker's job for build and check)."""
-    try:
-        doc = parse_document(source.text, source.path)
-    except (RuleError, RuleErrors) as exc:
-        return None, list(exc.errors), list(exc.warnings)  # warnings found before it failed (unknown fields ...)
-    return doc, [], list(doc.warnings)
-
-
-def _parse_foreign(job: tuple[SourceFile, str]) -> tuple[ParsedDocument | None, list[str]]:
-    """One foreign file with its rule id: the document, or none; and the warnings (a worker's job)."""
-    source, rule_id = job
-    try:
-        doc = parse_foreign(source, rule_id)
-    except SkipFile as skip:
-        return None, [str(skip)]
-    except Exception as exc:  # a third-party file must never stop the build
-        return None, [f"{source.path}:1: file: could not be read ({type(exc).__name__}: {exc}); file skipped"]
-    return doc, list(doc.warnings)
 
 
 def parse_all(
@@ -188,7 +167,7 @@ def parse_all(
             hit = cache.get((source.path, source.blob))
             foreign_plan.append(hit if hit is not None and hit.rule.id == ids[source.path] else source)
         foreign_todo = [step for step in foreign_plan if isinstance(step, SourceFile)]
-        foreign_results = iter(workers.map(_parse_foreign, [(s, ids[s.path]) for s in foreign_todo]))
+        foreign_results = iter(workers.map(parse_foreign_file, [(s, ids[s.path]) for s in foreign_todo]))
         for step in foreign_plan:
             if isinstance(step, SourceFile):
                 doc, said = next(foreign_results)

@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 from .adapters import SkipFile, assign_ids, parse_foreign
-from .build import build, parse_ruledex_file
+from .build import build
 from .embed import load_model
 from .gitsource import tree_sources
 from .lint import Finding, from_rule_error, lint
 from .source import RULEDEX, read_sources, rules_folder, split_generated
-from .workers import Workers, workers_for
+from .workers import Workers, parse_ruledex_file, workers_for
 
 EXAMPLE_DEPTH = 3
 

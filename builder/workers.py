@@ -4,7 +4,9 @@ The markdown parser (marko) is pure Python and is most of a large build's time: 
 a full build of 10k directives on 2 cores. Parsing one file needs nothing from another, so a large
 build hands the files to worker processes and takes the results back in the files' order: the
 index is byte-identical to one parsed in a single process. A small build stays in one process,
-where starting workers would cost more than they save.
+where starting workers would cost more than they save. The jobs live here, beside the parser and
+the adapters and away from the rest of the builder, so a spawned worker imports only what parsing
+needs (0.28 s here, against 0.45 s for the whole builder).
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
+
+from ruledex.reader.errors import RuleError, RuleErrors
+
+from .adapters import SkipFile, parse_foreign
+from .parse import ParsedDocument, parse_document
+from .source import SourceFile
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -42,6 +50,27 @@ def workers_for(total_chars: int, items: int, jobs: int | None) -> int:
     if jobs <= 1 or items <= 1 or total_chars < PARALLEL_MIN_CHARS:
         return 0
     return min(jobs, MAX_JOBS, items)
+
+
+def parse_ruledex_file(source: SourceFile) -> tuple[ParsedDocument | None, list[RuleError], list[str]]:
+    """One ruledex document: the document, or its errors; and its warnings (a worker's job for build and check)."""
+    try:
+        doc = parse_document(source.text, source.path)
+    except (RuleError, RuleErrors) as exc:
+        return None, list(exc.errors), list(exc.warnings)  # warnings found before it failed (unknown fields ...)
+    return doc, [], list(doc.warnings)
+
+
+def parse_foreign_file(job: tuple[SourceFile, str]) -> tuple[ParsedDocument | None, list[str]]:
+    """One foreign file with its rule id: the document, or none; and the warnings (a worker's job)."""
+    source, rule_id = job
+    try:
+        doc = parse_foreign(source, rule_id)
+    except SkipFile as skip:
+        return None, [str(skip)]
+    except Exception as exc:  # a third-party file must never stop the build
+        return None, [f"{source.path}:1: file: could not be read ({type(exc).__name__}: {exc}); file skipped"]
+    return doc, list(doc.warnings)
 
 
 class Workers:
