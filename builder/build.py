@@ -106,7 +106,7 @@ class BuildResult:
 def parse_all(
     sources: list[SourceFile],
     cache: dict[tuple[str, str], ParsedDocument] | None = None,
-    jobs: int | None = None,
+    jobs: int = 1,
     progress: Progress | None = None,
 ) -> tuple[list[ParsedDocument], list[str], int]:
     """Parse every file, collecting every error before failing; duplicate ids are errors.
@@ -114,8 +114,8 @@ def parse_all(
     ruledex documents go to the strict parser and their problems are errors. Foreign files
     (Cursor, AGENTS.md, Copilot ...) go to the adapters; one that cannot be read is skipped with
     a warning naming it, and the build goes on. Files are parsed on up to ``jobs`` worker
-    processes when there is enough text (:mod:`~ruledex.builder.workers`; default: every core);
-    the result and the order of the warnings are the same either way.
+    processes when there is enough text (:mod:`~ruledex.builder.workers`); the result and the
+    order of the warnings are the same either way.
     """
     cache = cache or {}
     parsed: list[ParsedDocument] = []
@@ -143,7 +143,7 @@ def parse_all(
     count = workers_for(sum(len(s.text) for s in [*todo, *foreign]), len(todo) + len(foreign), jobs)
     if count and progress:
         progress(f"parsing {len(todo) + len(foreign)} files on {count} processes")
-    with Workers(count) as workers:
+    with Workers(count, progress) as workers:
         results = iter(workers.map(parse_ruledex_file, todo))
         for step in plan:
             if isinstance(step, SourceFile):
@@ -406,7 +406,7 @@ def build(
     ref: str | None = None,
     subpath: str | None = None,
     previous: Path | None = None,
-    jobs: int | None = None,
+    jobs: int = 1,
 ) -> BuildResult:
     """Build an index and write it atomically with its ``.sha256`` sidecar.
 
@@ -414,8 +414,10 @@ def build(
     commit's tree (``subpath``: default ``rules/`` when the tree has one). ``previous`` reuses the
     parsed records of files whose content did not change; the result is byte-identical to a full
     build (vectors are recomputed: IDF weights are index-wide and cheap next to parsing).
-    ``jobs``: at most this many processes parse the files (default: one per core; see
-    :mod:`~ruledex.builder.workers`); the index is the same for any number.
+    ``jobs``: at most this many processes parse the files (see :mod:`~ruledex.builder.workers`);
+    the index is the same for any number. The CLI passes one per core; a script that passes more
+    than 1 must guard its entry point (``if __name__ == "__main__":``), as worker processes are
+    spawned and import the script again.
     """
     say = progress or (lambda _msg: None)
     started = time.perf_counter()

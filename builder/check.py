@@ -90,7 +90,7 @@ def check(
     repo: Path | None = None,
     ref: str | None = None,
     subpath: str | None = None,
-    jobs: int | None = None,
+    jobs: int = 1,
 ) -> list[Finding]:
     """All findings for a rules folder, or for the rules of a git ref (``repo``/``ref``), by path and line.
 

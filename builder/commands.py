@@ -154,6 +154,7 @@ def run_build(args: argparse.Namespace) -> int:
     """``ruledex build``."""
     _require_build_deps()
     from .build import build
+    from .workers import default_jobs
 
     started = time.perf_counter()
 
@@ -177,7 +178,7 @@ def run_build(args: argparse.Namespace) -> int:
             ref=args.ref,
             subpath=subpath,
             previous=Path(args.previous) if args.previous else None,
-            jobs=args.jobs,
+            jobs=args.jobs or default_jobs(),
         )
     except (RuleError, RuleErrors) as exc:  # every error, then the warnings found with them, as check shows
         for error in exc.errors:

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from ruledex.reader.errors import RuleError, RuleErrors
@@ -81,9 +82,13 @@ class Workers:
     platform: the builder has OpenBLAS's threads by then, and forking a threaded process can deadlock.
     """
 
-    def __init__(self, count: int) -> None:
-        """``count`` worker processes (see :func:`workers_for`); 0 runs every job in this process."""
+    def __init__(self, count: int, progress: Callable[[str], None] | None = None) -> None:
+        """``count`` worker processes (see :func:`workers_for`); 0 runs every job in this process.
+
+        ``progress`` hears when the workers fail and the jobs run here instead.
+        """
         self.count = count
+        self.progress = progress
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Workers:
@@ -107,4 +112,13 @@ class Workers:
         if self._pool is None or len(items) <= 1:
             return [fn(item) for item in items]
         chunk = max(1, len(items) // (self.count * 4))  # a few chunks per worker evens out uneven files
-        return list(self._pool.map(fn, items, chunksize=chunk))
+        try:
+            return list(self._pool.map(fn, items, chunksize=chunk))
+        except (BrokenProcessPool, OSError) as exc:
+            # a worker that cannot start (no way to spawn here, a frozen launcher, a killed process):
+            # the jobs are pure, so this process does them, to the same result
+            if self.progress:
+                self.progress(f"worker processes failed ({type(exc).__name__}: {exc}); parsing in this process")
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+            return [fn(item) for item in items]

@@ -329,6 +329,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ValueError("--index: only --examples reads an index; add --examples, or leave --index out")
     _require_build_deps()
     from ruledex.builder.check import check
+    from ruledex.builder.workers import default_jobs
 
     if args.ref or args.repo:
         from ruledex.builder.gitsource import tree_subdir
@@ -342,7 +343,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         examples=args.examples,
         index_path=Path(args.index) if args.index else None,
         strict=args.strict,
-        jobs=args.jobs,
+        jobs=args.jobs or default_jobs(),
     )
     errors = sum(f.level == "error" for f in findings)
     if args.json or args.format == "json":

@@ -96,3 +96,46 @@ def test_check_on_worker_processes_finds_the_same(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
     assert check(rules, jobs=2) == alone
     assert {f.code for f in alone} >= {"schema", "file"}
+
+
+class _BrokenPool:
+    """A pool whose workers die, as when a process cannot be spawned."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def map(self, *args: object, **kwargs: object) -> list[object]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+    def shutdown(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+def test_failed_workers_leave_the_parsing_to_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = tmp_path / "rules"
+    write_rules(
+        rules,
+        {f"r{i}.md": rule_doc(f"## Rules\n\n- [MUST] Check input {i} at the edge.", id=f"r{i}") for i in range(4)},
+    )
+    sources = read_sources(rules)
+    expected = parse_all(sources, jobs=1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _BrokenPool)
+    said: list[str] = []
+    assert parse_all(sources, jobs=2, progress=said.append) == expected
+    assert said[-1].startswith("worker processes failed (BrokenProcessPool") and "parsing in this process" in said[-1]
+
+
+def test_a_library_call_parses_in_one_process_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spawned workers import the caller's script again: only the CLI, or a caller passing jobs, starts them."""
+
+    class NoPool:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a worker pool was started")
+
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", NoPool)
+    result = build(REPO / "rules", tmp_path / "x.ruledex")
+    assert result.directives > 0
