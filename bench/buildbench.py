@@ -94,11 +94,15 @@ def artifact_sizes(path: Path) -> dict[str, Any]:
     }
 
 
-def run_build(rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1) -> dict[str, Any]:
+def run_build(
+    rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1, incremental_repeats: int = 1
+) -> dict[str, Any]:
     """Full build(s) of ``rules_dir`` into ``out``; then, if ``touch``, change one file and build again.
 
-    After the change: an incremental build (``--previous``, when this ruledex has it) and a full build,
-    whose files must be byte-identical; the full one stays at ``out`` for the later measurements.
+    After the change: ``incremental_repeats`` incremental builds (``--previous``, each from the same
+    earlier index; the median is reported) and a full build, whose files must all be byte-identical;
+    the full one stays at ``out`` for the later measurements. One incremental sample moved 2.96 ->
+    4.42 s between two runs of the same code on the Xeon VM: the 10k target takes the median of three.
     """
     from .synth import touch_one
 
@@ -115,10 +119,15 @@ def run_build(rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1) -> d
         changed = touch_one(rules_dir)
         result["changed_file"] = changed.relative_to(rules_dir).as_posix()
         inc_out = out.with_name(out.stem + ".incremental" + out.suffix)
-        result["incremental"] = {"status": "ok", **build_once(rules_dir, inc_out, previous=out)}
+        incs = [build_once(rules_dir, inc_out, previous=out) for _ in range(max(1, incremental_repeats))]
+        result["incremental"] = {
+            "status": "ok",
+            **sorted(incs, key=lambda r: r["build_s"])[len(incs) // 2],
+            "runs_build_s": [r["build_s"] for r in incs],
+        }
         again = build_once(rules_dir, out)  # the index the later measurements use: after the change
         result["rebuild_after_one_change"] = {"kind": "full build", **again}
-        result["incremental"]["identical_to_full_build"] = result["incremental"]["sha256"] == again["sha256"]
+        result["incremental"]["identical_to_full_build"] = all(r["sha256"] == again["sha256"] for r in incs)
         from ruledex.reader.format import sidecar_path
 
         for path in (inc_out, sidecar_path(inc_out)):

@@ -143,6 +143,16 @@ def test_memory_scan_matches_the_whole_query_as_a_substring(tmp_path: Path) -> N
     assert scan.search("every") == ["a#one-1", "c#three-1"]
 
 
+def test_incremental_builds_are_timed_as_a_median_of_identical_builds(tmp_path: Path) -> None:
+    from bench.buildbench import run_build
+
+    repo = synth.generate(tmp_path / "rules", 60)
+    result = run_build(repo.root, tmp_path / "i.ruledex", touch=True, incremental_repeats=3)
+    inc = result["incremental"]
+    assert len(inc["runs_build_s"]) == 3 and inc["build_s"] == sorted(inc["runs_build_s"])[1]
+    assert inc["identical_to_full_build"] is True and inc["reused_files"] == len(list(repo.root.rglob("*.md"))) - 1
+
+
 def test_summary_and_build_phases() -> None:
     s = summary([float(i) for i in range(1, 101)])
     assert (s["n"], s["p50"], s["min"], s["max"]) == (100, 50.5, 1.0, 100.0)
@@ -169,6 +179,7 @@ def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
     (corpus,) = results["corpora"]
     assert corpus["directives"] == 150
     assert corpus["build"]["artifact"]["bytes_per_directive"] > 0
+    assert corpus["build"]["incremental"]["identical_to_full_build"] is True
     assert corpus["query"]["systems"]["ruledex"]["n"] > 0
     assert {"sqlite_fts5", "memory_scan"} <= set(corpus["query"]["systems"])
     one_file = corpus["query"]["one_file_ruledex"]  # the same tasks on a one-file index, same rounds
