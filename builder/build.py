@@ -140,9 +140,12 @@ def parse_all(
         else:
             plan.append(source)
     todo = [step for step in plan if isinstance(step, SourceFile)]
-    count = workers_for(sum(len(s.text) for s in [*todo, *foreign]), len(todo) + len(foreign), jobs)
+    # a cached foreign file is reused unless its id changed (rare): an incremental build's few changed
+    # files stay in this process, as its ruledex documents do, rather than starting workers for them
+    fresh = [*todo, *(s for s in foreign if (s.path, s.blob) not in cache)]
+    count = workers_for(sum(len(s.text) for s in fresh), len(fresh), jobs)
     if count and progress:
-        progress(f"parsing {len(todo) + len(foreign)} files on {count} processes")
+        progress(f"parsing {len(fresh)} files on {count} processes")
     with Workers(count, progress) as workers:
         results = iter(workers.map(parse_ruledex_file, todo))
         for step in plan:

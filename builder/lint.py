@@ -62,6 +62,9 @@ SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
 """What a rule document must not hold: every token shape the query log masks, and assignments."""
 _ASSIGNMENT_MARKERS = ("password", "passwd", "secret", "apikey", "api_key", "token")
 """What every assignment match holds, lower-cased (see :data:`ruledex.reader.secrets.MARKERS`)."""
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+"""The letters ``(?i)`` matches to a marker's ASCII letter that ``str.lower`` does not turn into it
+(İ, dotless ı, long ſ: ``ſecret = …`` is an assignment): folded first, so no match loses its marker."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ PLACEHOLDER_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret"
 def secrets_in(path: str, text: str) -> list[Finding]:
     """Secret-looking strings, by kind and position (in reading order); never the value."""
     found = []
-    folded = text.lower()
+    folded = (text if text.isascii() else text.translate(_FOLD)).lower()
     for kind, pattern in SECRETS:
         if not (any(m in folded for m in _ASSIGNMENT_MARKERS) if kind == _ASSIGNMENT else may_hold(kind, text)):
             continue

@@ -274,6 +274,21 @@ def test_secret_markers_skip_only_text_that_cannot_hold_the_secret() -> None:
             assert kind not in MARKERS or any(m in match.group(0) for m in MARKERS[kind]) or kind == "url-credentials"
 
 
+def test_secret_markers_match_the_assignment_as_its_ignorecase_does() -> None:
+    """``(?i)`` matches İ, ı and ſ to i and s, which ``str.lower`` leaves apart: the pre-test must not skip them."""
+    from ruledex.builder.lint import SECRETS
+
+    assignment = SECRETS[-1][1]
+    for text in [
+        "\u017fecret = abcdefghijkl",
+        "pa\u017f\u017fword: hunter2hunter2",
+        "ap\u0131_key=abcdefghijkl",
+        "ap\u0130Key=abcdefghijkl",
+    ]:
+        assert assignment.search(text), text
+        assert [f.code for f in secrets_in("x.md", f"- never commit {text}")] == ["secret"], text
+
+
 def test_a_documents_warnings_show_beside_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One run shows the misspelt field too, not only after the errors are fixed."""
     rules = write_rules(

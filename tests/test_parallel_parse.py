@@ -139,3 +139,32 @@ def test_a_library_call_parses_in_one_process_unless_asked(tmp_path: Path, monke
     monkeypatch.setattr(workers, "ProcessPoolExecutor", NoPool)
     result = build(REPO / "rules", tmp_path / "x.ruledex")
     assert result.directives > 0
+
+
+def test_an_incremental_build_of_foreign_files_parses_only_the_changed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reused files are not work for the workers: a few changed foreign files do not start a pool."""
+
+    class NoPool:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a worker pool was started")
+
+    rules = tmp_path / "rules"
+    files = {
+        f".cursor/rules/r{i:02d}.mdc": f"---\ndescription: r{i}\n---\n- Check input {i} at the edge.\n"
+        for i in range(6)
+    }
+    write_rules(rules, files)
+    sources = read_sources(rules)
+    parsed, _, _ = parse_all(sources, jobs=1)
+    by_path = {doc.rule.path: doc for doc in parsed}
+    cache = {(s.path, s.blob): by_path[s.path] for s in sources}
+    (rules / ".cursor" / "rules" / "r00.mdc").write_text(files[".cursor/rules/r00.mdc"] + "- Log every retry.\n")
+    sources = read_sources(rules)
+    expected = parse_all(sources, cache, jobs=1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", NoPool)
+    said: list[str] = []
+    assert parse_all(sources, cache, jobs=2, progress=said.append) == expected
+    assert expected[2] == 5 and said == []
