@@ -49,7 +49,7 @@ from .infer import (
     infer_context,
     infer_severity,
 )
-from .parse import ParsedDocument, normalise_newlines, unclosed_block_warning
+from .parse import ParsedDocument, QuotesTooDeep, normalise_newlines, unclosed_block_warning
 from .source import RULEDEX, SourceFile
 
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
@@ -324,7 +324,10 @@ def parse_foreign(source: SourceFile, rule_id: str) -> ParsedDocument:
     text = normalise_newlines(source.text)
     fm = read_front_matter(text, source.path)
     values, text_warnings = _text_values(fm.values, text, source.path)
-    outline = _outline(fm.body, fm.body_line)
+    try:
+        outline = _outline(fm.body, fm.body_line)
+    except QuotesTooDeep as exc:
+        raise SkipFile(source.path, fm.body_line + exc.line, "markdown", str(exc)) from None
     if not outline.drafts:
         what = "no text after the front matter" if not fm.body.strip() else "nothing in it reads as an instruction"
         raise SkipFile(source.path, fm.body_line, "directives", f"none found ({what}; write list items or imperatives)")

@@ -30,7 +30,6 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-import marko
 from marko import block
 
 from ruledex.reader.vocab import SEVERITIES
@@ -47,7 +46,7 @@ from .infer import (
     strip_enumerator,
     word_count,
 )
-from .parse import _MARKER
+from .parse import _MARKER, markdown_tree
 
 _META = re.compile(
     r"^[\W_]*(last[ _-]?updated|updated|description|version)[\W_]*\s*[:=]\s*(.+?)\s*$",
@@ -346,7 +345,7 @@ class _Walker:
         lang = (getattr(element, "lang", "") or "").strip().lower()
         code = str(element.children[0].children) if element.children else ""
         if lang in MARKDOWN_LANGS and re.search(r"^\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)", code, re.M):
-            inner = marko.Markdown().parse(code)
+            inner = markdown_tree(code)
             first = lines.line(element.source_span[0]) + 1
             self.stack = []
             if not self.out.title:
@@ -395,7 +394,7 @@ def _title_heading(doc: block.Document) -> block.Heading | None:
 
 def read_markdown(body: str, lines: LineMap) -> Outline:
     """Walk a markdown body (front matter already removed) into an :class:`Outline`."""
-    doc = marko.Markdown().parse(body)
+    doc = markdown_tree(body)
     walker = _Walker()
     walker.title_element = _title_heading(doc)
     walker.blocks(doc.children, body, lines)

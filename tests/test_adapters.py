@@ -320,6 +320,7 @@ def test_unreadable_foreign_files_are_skipped_with_a_warning(tmp_path: Path) -> 
             "broken.mdc": "---\ndescription: x\nthis line is not a key\nglobs: a\n---\n- Use X.\n",
             "unclosed.mdc": "---\ndescription: never closed\n- Use X.\n",
             "prose.md": "Our team loves clean code and good coffee.\n",
+            "quotes.mdc": "---\ndescription: q\n---\n- Use X.\n\n" + "> " * 30 + "x\n",
         },
     )
     (root / "latin1.mdc").write_bytes("- Évitez les globals.\n".encode("latin-1"))
@@ -331,6 +332,7 @@ def test_unreadable_foreign_files_are_skipped_with_a_warning(tmp_path: Path) -> 
     assert "broken.mdc:3: front matter: cannot read 'this line is not a key'" in joined
     assert "unclosed.mdc:1: front matter: opened with '---' but never closed; file skipped" in joined
     assert "prose.md:1: directives: none found" in joined
+    assert "quotes.mdc:6: markdown: a quote nested 30 levels deep" in joined  # not hours of parsing
     assert "latin1.mdc:1: file: is not UTF-8; re-save it as UTF-8; file skipped" in joined
     assert f"exceeds the {MAX_FOREIGN_BYTES}-byte limit" in joined and "huge.mdc" in joined
 

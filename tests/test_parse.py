@@ -232,3 +232,33 @@ def test_a_repeated_or_shadowed_example_is_a_warning() -> None:
     assert any(w.startswith("s.md:8: examples: 'Add an endpoint' is listed twice") for w in doc.warnings)
     both = parse_document(rule_doc("## S\n\n- [MUST] Do it.", extra="example_tasks: [Rename a column]\n"), "b.md")
     assert any(w.startswith("b.md:9: example_tasks: ignored, since `examples` is set too") for w in both.warnings)
+
+
+def test_quotes_nested_too_deep_are_refused_at_their_line_not_parsed_for_hours() -> None:
+    """marko's time grows ~1.7-fold per '> ' level: 40 levels would hang a build; 16 still read."""
+    from ruledex.builder.parse import MAX_QUOTE_DEPTH
+
+    base = rule_doc("## Rules\n\n- [MUST] Validate every request body at the boundary.")
+    fine = parse_document(base + "\n" + "> " * MAX_QUOTE_DEPTH + "quoted\n", "a.md")
+    assert fine.directives
+    for line in ("> " * 40 + "deep", "- " + "> " * 40 + "deep", " >\t" * 40 + "deep"):
+        with pytest.raises(RuleError) as exc:
+            parse_document(base + "\n" + line + "\n", "a.md")
+        assert exc.value.line == base.count("\n") + 2 and exc.value.field == "markdown"
+        assert "40 levels deep" in exc.value.message and f"at most {MAX_QUOTE_DEPTH}" in exc.value.message
+    # compact markers (>>>>, a merge conflict's >>>>>>>) nest no quote per marker and parse fast
+    assert parse_document(base + "\n```\n" + ">" * 40 + " branch\n```\n", "a.md").directives
+
+
+def test_lists_nested_beyond_the_parsers_depth_are_an_error_naming_the_file() -> None:
+    from ruledex.builder.source import SourceFile
+    from ruledex.builder.workers import parse_ruledex_file
+
+    base = rule_doc("## Rules\n\n- [MUST] Validate every request body at the boundary.")
+    deep = base + "\n" + "".join("  " * i + "- item\n" for i in range(600))
+    doc, errors, _ = parse_ruledex_file(SourceFile("deep.md", deep))
+    assert doc is None and [(e.path, e.field) for e in errors] == [("deep.md", "file")]
+    assert "nested too deeply" in errors[0].message
+    nested = "".join("  " * i + f"- [SHOULD] Keep nested item {i} short.\n" for i in range(12))
+    doc, errors, _ = parse_ruledex_file(SourceFile("ok.md", base + "\n" + nested))
+    assert doc is not None and not errors
