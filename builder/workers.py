@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -102,6 +103,36 @@ def parse_foreign_file(job: tuple[SourceFile, str]) -> tuple[ParsedDocument | No
     return doc, list(doc.warnings)
 
 
+def _exit_quietly(signum: int, frame: object) -> None:
+    os._exit(128 + signum)  # the parent, interrupted too, says so; a worker's traceback would only be noise
+
+
+def _quiet_on_interrupt() -> None:
+    """A worker's first act: Ctrl-C ends it at once and without a traceback, and is let through now."""
+    signal.signal(signal.SIGINT, _exit_quietly)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C held back (blocked, not lost) while worker processes start, which they inherit.
+
+    A Ctrl-C that reached a worker while Python was still starting printed its half-done imports as
+    tracebacks, one per worker. Held, it reaches each worker once it can exit quietly
+    (:func:`_quiet_on_interrupt`), and this process as soon as the workers are started. POSIX only
+    (Windows has no signal mask; there the tracebacks remain possible).
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one held meanwhile arrives now
+
+
 class Workers:
     """``with Workers(n) as workers: workers.map(fn, items)``: on ``n`` processes, or here when ``n`` is 0.
 
@@ -122,7 +153,11 @@ class Workers:
     def __enter__(self) -> Workers:
         """Start the pool (its processes start with the first job)."""
         if self.count > 0:
-            self._pool = ProcessPoolExecutor(max_workers=self.count, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.count,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_quiet_on_interrupt,
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -141,7 +176,9 @@ class Workers:
             return [fn(item) for item in items]
         chunk = max(1, len(items) // (self.count * 4))  # a few chunks per worker evens out uneven files
         try:
-            return list(self._pool.map(fn, items, chunksize=chunk))
+            with _interrupts_held():  # the first jobs start the processes
+                results = self._pool.map(fn, items, chunksize=chunk)
+            return list(results)
         except (BrokenProcessPool, OSError) as exc:
             # a worker that cannot start (no way to spawn here, a frozen launcher, a killed process):
             # the jobs are pure, so this process does them, to the same result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,50 @@ def test_an_incremental_build_of_foreign_files_parses_only_the_changed_ones(
     said: list[str] = []
     assert parse_all(sources, cache, jobs=2, progress=said.append) == expected
     assert expected[2] == 5 and said == []
+
+
+def _when_workers_exist(group: int) -> None:
+    """Wait (up to 10 s) until the build's process group holds its two workers besides itself."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = subprocess.run(["pgrep", "-g", str(group)], capture_output=True, text=True).stdout.split()
+        if len(found) >= 3:
+            return
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT to a process group (POSIX)")
+def test_ctrl_c_during_a_parallel_build_stops_it_quietly(tmp_path: Path) -> None:
+    """Exit 130, no worker tracebacks (workers start with Ctrl-C ignored), no process or file left."""
+    import os
+    import signal
+    import subprocess
+
+    from bench.synth import generate
+
+    repo = generate(tmp_path / "rules", 3000).root  # about 0.6 MB: above the threshold for workers
+    out = tmp_path / "x.ruledex"
+    with subprocess.Popen(
+        [sys.executable, "-m", "ruledex.reader.cli", "build", str(repo), "--out", str(out), "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # Ctrl-C as the workers start: the moment that printed their tracebacks
+            seen.append(line)
+            if "files on 2 processes" in line:
+                _when_workers_exist(proc.pid)
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=60) == 130, "".join(seen) + rest
+    assert "Traceback" not in rest and not out.exists()
+    # nothing of the group still runs (an exited helper can stay a zombie where PID 1 does not reap)
+    states = subprocess.run(["ps", "-o", "stat=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    assert [state for state in states.split() if not state.startswith("Z")] == []
