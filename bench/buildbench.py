@@ -94,6 +94,11 @@ def artifact_sizes(path: Path) -> dict[str, Any]:
     }
 
 
+def _median_run(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """The run whose ``key`` is the median (the upper one of an even count), reported whole."""
+    return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
+
+
 def run_build(
     rules_dir: Path, out: Path, *, touch: bool, repeats: int = 1, incremental_repeats: int = 1
 ) -> dict[str, Any]:
@@ -107,7 +112,7 @@ def run_build(
     from .synth import touch_one
 
     runs = [build_once(rules_dir, out) for _ in range(max(1, repeats))]
-    best = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+    best = _median_run(runs, "wall_s")
     n = best["directives"]
     result: dict[str, Any] = {
         **best,
@@ -122,7 +127,7 @@ def run_build(
         incs = [build_once(rules_dir, inc_out, previous=out) for _ in range(max(1, incremental_repeats))]
         result["incremental"] = {
             "status": "ok",
-            **sorted(incs, key=lambda r: r["build_s"])[len(incs) // 2],
+            **_median_run(incs, "build_s"),
             "runs_build_s": [r["build_s"] for r in incs],
         }
         again = build_once(rules_dir, out)  # the index the later measurements use: after the change
