@@ -18,21 +18,23 @@ from typing import Any
 import numpy as np
 
 from ruledex.reader import format as fmt
+from ruledex.reader.encode import unit_rows
 from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER, keywords
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
 from .adapters import assign_ids
-from .embed import IDF_FORMULA, StoredModel, embed_texts, idf_weights, load_model, weighted
+from .embed import IDF_FORMULA, PieceTokens, StoredModel, embed_texts, idf_from_ids, load_model, weighted
 from .fingerprint import code_fingerprint
 from .gitsource import Change, tree_sources, working_tree_changes
 from .keywords import (
     BM25_B,
     BM25_K1,
+    DOCUMENT_SEPARATOR,
     RULE_BM25_K1,
     build_keyword_index,
-    directive_document,
+    document_parts,
     rule_document,
     written_text,
 )
@@ -218,9 +220,9 @@ def assemble(parsed: list[ParsedDocument]) -> tuple[list[RuleRecord], list[Direc
     return rules, directives
 
 
-def embedding_text(rule: RuleRecord, directive: DirectiveRecord) -> str:
-    """What a directive's vector encodes: its section and its instruction."""
-    return " ".join([*directive.section, directive.text])
+def embedding_parts(directive: DirectiveRecord) -> list[str]:
+    """What a directive's vector encodes: its section and its instruction (joined by spaces)."""
+    return [*directive.section, directive.text]
 
 
 def compile_index(
@@ -236,11 +238,14 @@ def compile_index(
     ``written`` maps a rule's path to its source file's text, searched as part of the rule's
     whole document (:func:`~ruledex.builder.keywords.rule_document`).
     """
-    texts = [embedding_text(rules[d.rule], d) for d in directives]
-    documents = [directive_document(rules[d.rule], d) for d in directives]
-    stored = weighted(model, idf_weights(model.encoder(), documents)) if documents else model
+    text_parts = [embedding_parts(d) for d in directives]
+    doc_parts = [document_parts(rules[d.rule], d) for d in directives]
+    documents = [DOCUMENT_SEPARATOR.join(parts) for parts in doc_parts]
+    pieces = PieceTokens(model.encoder(), (piece for parts in (*text_parts, *doc_parts) for piece in parts))
+    idf = idf_from_ids(len(model.scales), pieces.token_ids(doc_parts, DOCUMENT_SEPARATOR))
+    stored = weighted(model, idf) if documents else model
     encoder = stored.encoder()
-    vectors = embed_texts(encoder, texts)
+    vectors = unit_rows(encoder.pool_rows(pieces.token_ids(text_parts, " ")))
     members: list[list[DirectiveRecord]] = [[] for _ in rules]
     for d in directives:
         members[d.rule].append(d)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from ruledex.reader.encode import Encoder, EncoderParams
 from ruledex.reader.errors import ConfigError
@@ -184,12 +186,67 @@ def idf_weights(encoder: Encoder, documents: list[str]) -> np.ndarray:
     Baked into the stored row scales, so the reader still takes a plain mean: frequent tokens
     ("the", "use", "must") pull the mean less than distinctive ones ("migration", "csrf").
     """
-    vocab = len(encoder.scales)
+    return idf_from_ids(len(encoder.scales), encoder.token_ids(documents))
+
+
+def idf_from_ids(vocab: int, documents: list[list[int]]) -> np.ndarray:
+    """:func:`idf_weights` of documents already tokenized (each a list of token ids)."""
     df = np.zeros(vocab, dtype=np.float64)
-    for ids in encoder.token_ids(documents):
+    for ids in documents:
         df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
     n = len(documents)
     return (np.log((n + 1) / (df + 1)) + 1).astype(np.float32)
+
+
+def splits_at_whitespace(tokenizer: Tokenizer) -> bool:
+    """Whether the tokens of texts joined by whitespace are each text's tokens, one after the other.
+
+    True of BERT's WordPiece pipeline, the shipped model's: its normalizer maps one character at a
+    time and its pre-tokenizer cuts at whitespace before WordPiece sees a word. Other tokenizers may
+    mark where a word stands (SentencePiece's ``▁``, byte-level BPE's ``Ġ``), so they are not trusted.
+    """
+    return (
+        isinstance(tokenizer.normalizer, normalizers.BertNormalizer)
+        and isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        and isinstance(tokenizer.model, models.WordPiece)
+    )
+
+
+class PieceTokens:
+    """Token ids of texts made of pieces joined by whitespace, each distinct piece tokenized once.
+
+    A directive's document and its embedding text share its text, and every directive repeats its
+    section headings and its rule's title: at 10k directives, tokenizing each piece once instead of
+    each whole text took the build's tokenizing from about 1.0 to 0.5 s. The ids are exactly
+    :meth:`Encoder.token_ids`' of the joined text: a tokenizer that is not
+    :func:`splits_at_whitespace`, and a text long enough to be cut (by characters, or at the model's
+    ``max_length`` tokens), get the whole text tokenized.
+    """
+
+    def __init__(self, encoder: Encoder, pieces: Iterable[str]) -> None:
+        """Tokenize every distinct piece (once, in one batch)."""
+        self.encoder = encoder
+        self.exact = splits_at_whitespace(encoder.tokenizer)
+        unique = list(dict.fromkeys(pieces)) if self.exact else []
+        encodings = encoder.tokenizer.encode_batch_fast(unique, add_special_tokens=False) if unique else []
+        self._ids = {piece: e.ids for piece, e in zip(unique, encodings, strict=True)}
+
+    def token_ids(self, texts: list[list[str]], separator: str) -> list[list[int]]:
+        """``encoder.token_ids([separator.join(pieces) for pieces in texts])``, from the pieces' ids."""
+        if not self.exact or not separator.isspace():
+            return self.encoder.token_ids([separator.join(pieces) for pieces in texts])
+        p = self.encoder.params
+        cut = p.max_length * p.median_token_length if p.max_length is not None else None
+        unk, ids_of = p.unk_token_id, self._ids
+        out: list[list[int]] = []
+        for pieces in texts:
+            ids = [i for piece in pieces for i in ids_of[piece]]
+            chars = sum(map(len, pieces)) + len(separator) * max(len(pieces) - 1, 0)
+            if (cut is not None and chars > cut) or (p.max_length is not None and len(ids) >= p.max_length):
+                out.append(self.encoder.token_ids([separator.join(pieces)])[0])  # cut or truncated: whole
+            else:
+                out.append([i for i in ids if i != unk])
+        return out
 
 
 def weighted(model: StoredModel, weights: np.ndarray) -> StoredModel:

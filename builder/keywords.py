@@ -30,10 +30,18 @@ one-line directive. ``ruledex eval``, rule-document BM25 alone: k1 1.2 -> 2.0 to
 0.779 to 0.792 (bundled) and 0.839 to 0.856 (Cursor corpus); 3.0 and 4.0 were no better on both."""
 
 
+DOCUMENT_SEPARATOR = "\n"
+
+
+def document_parts(rule: RuleRecord, directive: DirectiveRecord) -> list[str]:
+    """The parts of a directive's document, in order (:func:`directive_document` joins them)."""
+    parts = [directive.text, directive.rationale, *directive.avoid, *directive.section, rule.title]
+    return [p for p in parts if p]
+
+
 def directive_document(rule: RuleRecord, directive: DirectiveRecord) -> str:
     """The text a directive is found by: what it says, why, what to avoid, and where it sits."""
-    parts = [directive.text, directive.rationale, *directive.avoid, *directive.section, rule.title]
-    return "\n".join(p for p in parts if p)
+    return DOCUMENT_SEPARATOR.join(document_parts(rule, directive))
 
 
 _LABEL_OF = {"layers": re.compile(r"^[ \t]+Layers?:.*$\n?", re.M), "topics": re.compile(r"^[ \t]+Topics?:.*$\n?", re.M)}

@@ -96,8 +96,12 @@ class Encoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Encode texts into a (len(texts), dim) float32 matrix."""
-        out = np.zeros((len(texts), self.params.dim), dtype=np.float32)
-        for row, ids in enumerate(self.token_ids(texts)):
+        return self.pool_rows(self.token_ids(texts))
+
+    def pool_rows(self, token_ids: list[list[int]]) -> np.ndarray:
+        """:meth:`pool` each text's token ids (as :meth:`token_ids` gives them) into one row of a matrix."""
+        out = np.zeros((len(token_ids), self.params.dim), dtype=np.float32)
+        for row, ids in enumerate(token_ids):
             out[row] = self.pool(ids)
         return out
 

@@ -103,3 +103,50 @@ def test_a_model_with_a_malformed_calibration_is_refused_naming_the_field(tmp_pa
     (folder / "config.json").write_text(json.dumps(config))
     params = load_model(str(folder)).params  # a model without a calibration keeps its raw cosines
     assert (params.cosine_scale, params.cosine_shift) == (1.0, 0.0)
+
+
+PIECES = [
+    ["Migrations", "Zero-downtime changes"],
+    ["Never log secrets; mask tokens.", "Why: logs are copied to many places", "Security", "Application security"],
+    ["Ünïcödé façade", "ΣΊΣΥΦΟΣ ΟΔΟΣ", "中文字符 and 日本語", "emoji 😀 done"],
+    ["tab\there", "control\x00\x07chars", "zero\u200bwidth", "İstanbul ǅ ß"],
+    ["", "only the second piece", ""],
+    ["verylongwordthatisnotinthevocabularyatallxyz" * 3, "x"],
+    ["go " * 600, "tail"],  # over 512 tokens: the tokenizer truncates, so the whole text is tokenized
+    ["y" * 2000, "z" * 2000],  # over max_length * median_token_length characters: cut, so whole
+    [],
+]
+
+
+@pytest.mark.parametrize("separator", ["\n", " "])
+def test_piece_tokens_are_the_joined_texts_tokens(separator: str) -> None:
+    """Tokenizing each piece once gives every text exactly the ids of tokenizing it whole."""
+    from ruledex.builder.embed import PieceTokens
+
+    encoder = load_model().encoder()
+    pieces = PieceTokens(encoder, (p for parts in PIECES for p in parts))
+    assert pieces.exact  # the shipped tokenizer is BERT's WordPiece
+    expected = encoder.token_ids([separator.join(parts) for parts in PIECES])
+    assert pieces.token_ids(PIECES, separator) == expected
+    assert any(len(ids) == 512 for ids in expected)  # the truncated text is among them
+
+
+def test_piece_tokens_tokenize_whole_texts_for_other_tokenizers() -> None:
+    """A tokenizer that marks where a word stands is not trusted with pieces.
+
+    Byte-level BPE's pre-tokenizer keeps the space before a word ("a b" is "a", "Ġb"), so "b" alone
+    is another token than "b" after a space: pieces tokenized alone would give other ids.
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from ruledex.builder.embed import PieceTokens, splits_at_whitespace
+    from ruledex.reader.encode import Encoder, EncoderParams
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "Ġb": 2, "b": 3}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    assert not splits_at_whitespace(tokenizer)
+    params = EncoderParams(dim=2, normalize=True, max_length=None, median_token_length=1, unk_token_id=0)
+    encoder = Encoder(tokenizer, np.zeros((4, 2), np.int8), np.ones(4, np.float32), params)
+    texts = [["a", "b"], ["b"]]
+    pieces = PieceTokens(encoder, (p for parts in texts for p in parts))
+    assert pieces.token_ids(texts, " ") == encoder.token_ids(["a b", "b"]) == [[1, 2], [3]]
