@@ -18,14 +18,22 @@ from typing import Any
 import numpy as np
 
 from ruledex.reader import format as fmt
-from ruledex.reader.encode import unit_rows
 from ruledex.reader.errors import ConfigError, RuleError, RuleErrors
 from ruledex.reader.records import DirectiveRecord, RuleRecord
 from ruledex.reader.text import KEYWORD_TOKENIZER, keywords
 from ruledex.reader.vocab import LAYERS, SEVERITIES, TOPICS
 
 from .adapters import assign_ids
-from .embed import IDF_FORMULA, PieceTokens, StoredModel, embed_texts, idf_from_ids, load_model, weighted
+from .embed import (
+    IDF_FORMULA,
+    PieceTokens,
+    StoredModel,
+    embed_texts,
+    embed_token_ids,
+    idf_from_ids,
+    load_model,
+    weighted,
+)
 from .fingerprint import code_fingerprint
 from .gitsource import Change, tree_sources, working_tree_changes
 from .keywords import (
@@ -220,8 +228,11 @@ def assemble(parsed: list[ParsedDocument]) -> tuple[list[RuleRecord], list[Direc
     return rules, directives
 
 
+EMBEDDING_SEPARATOR = " "
+
+
 def embedding_parts(directive: DirectiveRecord) -> list[str]:
-    """What a directive's vector encodes: its section and its instruction (joined by spaces)."""
+    """What a directive's vector encodes: its section and its instruction (joined by :data:`EMBEDDING_SEPARATOR`)."""
     return [*directive.section, directive.text]
 
 
@@ -245,7 +256,7 @@ def compile_index(
     idf = idf_from_ids(len(model.scales), pieces.token_ids(doc_parts, DOCUMENT_SEPARATOR))
     stored = weighted(model, idf) if documents else model
     encoder = stored.encoder()
-    vectors = unit_rows(encoder.pool_rows(pieces.token_ids(text_parts, " ")))
+    vectors = embed_token_ids(encoder, pieces.token_ids(text_parts, EMBEDDING_SEPARATOR))
     members: list[list[DirectiveRecord]] = [[] for _ in rules]
     for d in directives:
         members[d.rule].append(d)

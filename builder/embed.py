@@ -235,15 +235,14 @@ class PieceTokens:
         """``encoder.token_ids([separator.join(pieces) for pieces in texts])``, from the pieces' ids."""
         if not self.exact or not separator.isspace():
             return self.encoder.token_ids([separator.join(pieces) for pieces in texts])
-        p = self.encoder.params
-        cut = p.max_length * p.median_token_length if p.max_length is not None else None
+        p, cut = self.encoder.params, self.encoder.char_cut
         unk, ids_of = p.unk_token_id, self._ids
         out: list[list[int]] = []
         for pieces in texts:
             ids = [i for piece in pieces for i in ids_of[piece]]
-            chars = sum(map(len, pieces)) + len(separator) * max(len(pieces) - 1, 0)
-            if (cut is not None and chars > cut) or (p.max_length is not None and len(ids) >= p.max_length):
-                out.append(self.encoder.token_ids([separator.join(pieces)])[0])  # cut or truncated: whole
+            text = separator.join(pieces)
+            if (cut is not None and len(text) > cut) or (p.max_length is not None and len(ids) >= p.max_length):
+                out.append(self.encoder.token_ids([text])[0])  # cut or truncated: tokenized whole
             else:
                 out.append([i for i in ids if i != unk])
         return out
@@ -258,8 +257,11 @@ def weighted(model: StoredModel, weights: np.ndarray) -> StoredModel:
 
 def embed_texts(encoder: Encoder, texts: list[str]) -> np.ndarray:
     """Unit-length float32 embeddings of ``texts`` (zero rows for texts with no known token)."""
+    return embed_token_ids(encoder, encoder.token_ids(texts) if texts else [])
+
+
+def embed_token_ids(encoder: Encoder, token_ids: list[list[int]]) -> np.ndarray:
+    """:func:`embed_texts` of texts already tokenized (:meth:`Encoder.token_ids`)."""
     from ruledex.reader.encode import unit_rows
 
-    if not texts:
-        return np.zeros((0, encoder.params.dim), dtype=np.float32)
-    return unit_rows(encoder.encode(texts))
+    return unit_rows(encoder.pool_rows(token_ids))

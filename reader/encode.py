@@ -72,11 +72,17 @@ class Encoder:
         """Build an encoder from a tokenizer.json string."""
         return cls(Tokenizer.from_str(tokenizer_json), vectors, scales, params)
 
+    @property
+    def char_cut(self) -> int | None:
+        """How many characters of a text are tokenized (model2vec's ``max_length * median_token_length``)."""
+        p = self.params
+        return None if p.max_length is None else p.max_length * p.median_token_length
+
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text, as model2vec computes them (no special tokens, no unknowns)."""
         p = self.params
-        if p.max_length is not None:
-            cut = p.max_length * p.median_token_length
+        cut = self.char_cut
+        if cut is not None:
             texts = [t[:cut] for t in texts]
         encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         unk = p.unk_token_id
