@@ -31,6 +31,25 @@ def _require_build_deps() -> None:
         )
 
 
+def add_jobs_option(p: argparse.ArgumentParser) -> None:
+    """``--jobs/-j N``, as ``build`` and ``check`` take it (:func:`chosen_jobs` reads it)."""
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="parse the files on up to N processes when there is over half a megabyte of rules "
+        "(default: one per core; 1: parse in this process); the result is the same for any N",
+    )
+
+
+def chosen_jobs(args: argparse.Namespace) -> int:
+    """The processes ``--jobs`` allows: as given, else one per core."""
+    from .workers import default_jobs
+
+    return args.jobs or default_jobs()
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``build``, ``import``, ``export`` and ``distill`` on the CLI's subparsers."""
     p = sub.add_parser(
@@ -63,14 +82,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="index name recorded in the manifest and file name (default: the origin remote's repository name, else 'rules')",
     )
     p.add_argument("--model", help="model2vec model: local folder or hub name (default: the bundled offline model)")
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=_positive_int,
-        metavar="N",
-        help="parse the files on up to N processes when there is over half a megabyte of rules "
-        "(default: one per core; 1: parse in this process); the index is the same for any N",
-    )
+    add_jobs_option(p)
     p.add_argument("--json", action="store_true", help="print the build summary as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_build)
@@ -154,7 +166,6 @@ def run_build(args: argparse.Namespace) -> int:
     """``ruledex build``."""
     _require_build_deps()
     from .build import build
-    from .workers import default_jobs
 
     started = time.perf_counter()
 
@@ -178,7 +189,7 @@ def run_build(args: argparse.Namespace) -> int:
             ref=args.ref,
             subpath=subpath,
             previous=Path(args.previous) if args.previous else None,
-            jobs=args.jobs or default_jobs(),
+            jobs=chosen_jobs(args),
         )
     except (RuleError, RuleErrors) as exc:  # every error, then the warnings found with them, as check shows
         for error in exc.errors:

@@ -323,13 +323,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """``ruledex check``: lint a rules folder (and, with --examples, test its example tasks)."""
-    from ruledex.builder.commands import _require_build_deps
+    from ruledex.builder.commands import _require_build_deps, chosen_jobs
 
     if args.index and not args.examples:  # the linter alone reads no index: a flag that did nothing
         raise ValueError("--index: only --examples reads an index; add --examples, or leave --index out")
     _require_build_deps()
     from ruledex.builder.check import check
-    from ruledex.builder.workers import default_jobs
 
     if args.ref or args.repo:
         from ruledex.builder.gitsource import tree_subdir
@@ -343,7 +342,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         examples=args.examples,
         index_path=Path(args.index) if args.index else None,
         strict=args.strict,
-        jobs=args.jobs or default_jobs(),
+        jobs=chosen_jobs(args),
     )
     errors = sum(f.level == "error" for f in findings)
     if args.json or args.format == "json":
@@ -508,7 +507,7 @@ def _add_index(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used by the docs test)."""
-    from ruledex.builder.commands import add_commands
+    from ruledex.builder.commands import add_commands, add_jobs_option
 
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -654,13 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", metavar="SUBDIR", help="rules folder inside the tree (default: rules/ when present)")
     p.add_argument("--index", action=Once, help="check examples against this index instead of building one")
     p.add_argument("--strict", action="store_true", help="expired rules and example misses are errors")
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=_positive_int,
-        metavar="N",
-        help="parse on up to N processes when there is over half a megabyte of rules (default: one per core)",
-    )
+    add_jobs_option(p)
     p.add_argument(
         "--format",
         choices=["text", "github", "json"],
