@@ -108,8 +108,15 @@ def _exit_quietly(signum: int, frame: object) -> None:
 
 
 def _quiet_on_interrupt() -> None:
-    """A worker's first act: Ctrl-C ends it at once and without a traceback, and is let through now."""
-    signal.signal(signal.SIGINT, _exit_quietly)
+    """A worker's first act: Ctrl-C ends it at once and without a traceback, and is let through now.
+
+    A build that ignores Ctrl-C (started with ``nohup``, or in the background by a shell without job
+    control, which is how CI runners and scripts start jobs) hands the ignoring down to its workers
+    (a spawned process inherits it), and they keep it: a Ctrl-C meant for the shell's foreground
+    must not kill the workers of a build that would carry on without them.
+    """
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _exit_quietly)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
