@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -107,18 +109,42 @@ def _exit_quietly(signum: int, frame: object) -> None:
     os._exit(128 + signum)  # the parent, interrupted too, says so; a worker's traceback would only be noise
 
 
-def _quiet_on_interrupt() -> None:
-    """A worker's first act: Ctrl-C ends it at once and without a traceback, and is let through now.
+def _worker_started() -> None:
+    """A worker's first act: it ends with the build, and Ctrl-C ends it at once and without a traceback.
 
     A build that ignores Ctrl-C (started with ``nohup``, or in the background by a shell without job
     control, which is how CI runners and scripts start jobs) hands the ignoring down to its workers
     (a spawned process inherits it), and they keep it: a Ctrl-C meant for the shell's foreground
     must not kill the workers of a build that would carry on without them.
     """
+    if hasattr(signal, "pthread_sigmask"):  # held (as :func:`_interrupts_held` starts workers) while the watcher starts
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    _exit_with_parent()
     if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
         signal.signal(signal.SIGINT, _exit_quietly)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _exit_with_parent() -> None:
+    """End this worker as soon as the build that started it is gone, however it ended.
+
+    A worker waits for jobs on a queue whose writing end it holds itself, so it never sees the
+    build go: a build killed outright (``kill -9``, the OOM killer, a CI runner's hard stop) left its
+    workers asleep forever. A daemon thread waits on the parent's sentinel, which becomes readable
+    when the parent's end of the start-up pipe closes at its exit. The thread keeps Ctrl-C blocked
+    (its mask is the caller's), so a Ctrl-C still reaches the worker's main thread.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    sentinel = parent.sentinel
+
+    def watch() -> None:
+        multiprocessing.connection.wait([sentinel])
+        os._exit(1)  # nobody is left to read a result or an exit status
+
+    threading.Thread(target=watch, name="ruledex-parent-watch", daemon=True).start()
 
 
 @contextlib.contextmanager
@@ -127,7 +153,7 @@ def _interrupts_held() -> Iterator[None]:
 
     A Ctrl-C that reached a worker while Python was still starting printed its half-done imports as
     tracebacks, one per worker. Held, it reaches each worker once it can exit quietly
-    (:func:`_quiet_on_interrupt`), and this process as soon as the workers are started. POSIX only
+    (:func:`_worker_started`), and this process as soon as the workers are started. POSIX only
     (Windows has no signal mask; there the tracebacks remain possible).
     """
     if not hasattr(signal, "pthread_sigmask"):
@@ -163,7 +189,7 @@ class Workers:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.count,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_quiet_on_interrupt,
+                initializer=_worker_started,
             )
         return self
 

@@ -246,3 +246,39 @@ def test_a_build_that_ignores_ctrl_c_keeps_its_workers(tmp_path: Path) -> None:
     assert "worker processes failed" not in stderr and "Traceback" not in stderr
     with Index(out) as index:
         assert index.n_directives == 3000
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="kills the build with SIGKILL (POSIX)")
+def test_workers_end_when_the_build_is_killed_outright(tmp_path: Path) -> None:
+    """kill -9 (or the OOM killer) on the build: its workers and their helper exit too, none left asleep."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from bench.synth import generate
+
+    repo = generate(tmp_path / "rules", 3000).root
+    out = tmp_path / "x.ruledex"
+    with subprocess.Popen(
+        [sys.executable, "-m", "ruledex.reader.cli", "build", str(repo), "--out", str(out), "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "files on 2 processes" in line:
+                _when_workers_exist(proc.pid)
+                time.sleep(0.5)  # the workers are parsing, or waiting for their next files
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+    deadline, running = time.monotonic() + 10, ["?"]
+    while running and time.monotonic() < deadline:
+        time.sleep(0.1)
+        states = subprocess.run(["ps", "-o", "stat=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+        running = [state for state in states.split() if not state.startswith("Z")]  # PID 1 may not reap
+    assert running == [], "worker processes outlived the killed build"
+    assert [p.name for p in tmp_path.iterdir()] == ["rules"]  # and nothing half-written
