@@ -184,17 +184,23 @@ def _when_workers_exist(group: int) -> None:
         time.sleep(0.005)
 
 
-def _ctrl_c_as_workers_start(tmp_path: Path, ignored: bool) -> tuple[int, str, Path, int]:
-    """Build 3,000 directives on 2 workers, Ctrl-C the build's process group as the workers start.
+def _signal_as_workers_start(
+    tmp_path: Path, signum: int, *, group: bool, ignored: bool = False, later: float = 0.0
+) -> tuple[int, str, Path, int]:
+    """Build 3,000 directives on 2 workers and send ``signum`` as the workers start (``later`` seconds on).
 
-    The build starts with Ctrl-C handled as in a terminal, or ``ignored`` as under ``nohup`` or in a
-    shell's background job (set here, not inherited from whatever started the tests: a test run
-    from a background job has it ignored). Returns the exit code, stderr, the index path and the
-    process group.
+    To the build's whole process group (a Ctrl-C in a terminal) or to the build alone. The build
+    starts with Ctrl-C handled as in a terminal, or ``ignored`` as under ``nohup`` or in a shell's
+    background job (set here, not inherited from whatever started the tests: a test run from a
+    background job has it ignored). Returns the exit code, stderr, the index path and the group.
+    Waits at most a minute for the build and 15 s for its stderr to close (a worker left running
+    would hold it open: that fails here, after ending the group, rather than hanging the tests).
     """
     import os
     import signal
     import subprocess
+    import threading
+    import time
 
     from bench.synth import generate
 
@@ -211,37 +217,66 @@ def _ctrl_c_as_workers_start(tmp_path: Path, ignored: bool) -> tuple[int, str, P
         start_new_session=True,
     ) as proc:
         assert proc.stderr is not None
-        seen = []
-        for line in proc.stderr:  # Ctrl-C as the workers start: the moment that printed their tracebacks
-            seen.append(line)
-            if "files on 2 processes" in line:
-                _when_workers_exist(proc.pid)
-                os.killpg(proc.pid, signal.SIGINT)
-                break
-        seen.append(proc.stderr.read())
+        stderr = proc.stderr
+        seen: list[str] = []
+        started = threading.Event()
+
+        def read() -> None:
+            for line in stderr:
+                seen.append(line)
+                if "files on 2 processes" in line:
+                    started.set()  # as the workers start: the moment a Ctrl-C printed their tracebacks
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert started.wait(60), "".join(seen)
+        _when_workers_exist(proc.pid)
+        time.sleep(later)
+        (os.killpg if group else os.kill)(proc.pid, signum)
         code = proc.wait(timeout=60)
+        reader.join(15)
+        outlived = reader.is_alive()
+        if outlived:  # end what is left, or closing stderr under the blocked reader would hang
+            os.killpg(proc.pid, signal.SIGKILL)
+            reader.join(15)
+        assert not outlived, "the build's stderr stayed open: a process it started outlived it"
     return code, "".join(seen), out, proc.pid
+
+
+def _still_running(group: int, within: float) -> list[str]:
+    """The states of the group's processes still running after up to ``within`` seconds (zombies aside:
+    an exited helper can stay one where PID 1 does not reap)."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + within
+    while True:
+        states = subprocess.run(["ps", "-o", "stat=", "-g", str(group)], capture_output=True, text=True).stdout
+        running = [state for state in states.split() if not state.startswith("Z")]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT to a process group (POSIX)")
 def test_ctrl_c_during_a_parallel_build_stops_it_quietly(tmp_path: Path) -> None:
     """Exit 130, no worker tracebacks (workers start with Ctrl-C held back), no process or file left."""
-    import subprocess
+    import signal
 
-    code, stderr, out, group = _ctrl_c_as_workers_start(tmp_path, ignored=False)
+    code, stderr, out, group = _signal_as_workers_start(tmp_path, signal.SIGINT, group=True)
     assert code == 130, stderr
     assert "Traceback" not in stderr and not out.exists()
-    # nothing of the group still runs (an exited helper can stay a zombie where PID 1 does not reap)
-    states = subprocess.run(["ps", "-o", "stat=", "-g", str(group)], capture_output=True, text=True).stdout
-    assert [state for state in states.split() if not state.startswith("Z")] == []
+    assert _still_running(group, within=0) == []
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT to a process group (POSIX)")
 def test_a_build_that_ignores_ctrl_c_keeps_its_workers(tmp_path: Path) -> None:
     """Under nohup or in a background job the build ignores Ctrl-C, and so do its workers: it finishes on them."""
+    import signal
+
     from ruledex.reader.index import Index
 
-    code, stderr, out, _ = _ctrl_c_as_workers_start(tmp_path, ignored=True)
+    code, stderr, out, _ = _signal_as_workers_start(tmp_path, signal.SIGINT, group=True, ignored=True)
     assert code == 0, stderr
     assert "worker processes failed" not in stderr and "Traceback" not in stderr
     with Index(out) as index:
@@ -251,34 +286,10 @@ def test_a_build_that_ignores_ctrl_c_keeps_its_workers(tmp_path: Path) -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="kills the build with SIGKILL (POSIX)")
 def test_workers_end_when_the_build_is_killed_outright(tmp_path: Path) -> None:
     """kill -9 (or the OOM killer) on the build: its workers and their helper exit too, none left asleep."""
-    import os
     import signal
-    import subprocess
-    import time
 
-    from bench.synth import generate
-
-    repo = generate(tmp_path / "rules", 3000).root
-    out = tmp_path / "x.ruledex"
-    with subprocess.Popen(
-        [sys.executable, "-m", "ruledex.reader.cli", "build", str(repo), "--out", str(out), "--jobs", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    ) as proc:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "files on 2 processes" in line:
-                _when_workers_exist(proc.pid)
-                time.sleep(0.5)  # the workers are parsing, or waiting for their next files
-                os.kill(proc.pid, signal.SIGKILL)
-                break
-        assert proc.wait(timeout=60) == -signal.SIGKILL
-    deadline, running = time.monotonic() + 10, ["?"]
-    while running and time.monotonic() < deadline:
-        time.sleep(0.1)
-        states = subprocess.run(["ps", "-o", "stat=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
-        running = [state for state in states.split() if not state.startswith("Z")]  # PID 1 may not reap
-    assert running == [], "worker processes outlived the killed build"
-    assert [p.name for p in tmp_path.iterdir()] == ["rules"]  # and nothing half-written
+    # half a second on, the workers are parsing or waiting for their next files
+    code, _, out, group = _signal_as_workers_start(tmp_path, signal.SIGKILL, group=False, later=0.5)
+    assert code == -signal.SIGKILL
+    assert _still_running(group, within=10) == [], "worker processes outlived the killed build"
+    assert not out.exists() and [p.name for p in out.parent.iterdir()] == ["rules"]  # nothing half-written
