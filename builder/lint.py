@@ -36,7 +36,9 @@ CONTRADICTION = 0.65
 CONTRADICTION_OVERLAP = 0.4
 """... when they also share this share of their keywords (Jaccard, polarity words left out)."""
 
-_POLARITY_WORDS = frozenset({"always", "never", "not", "avoid", "don", "no", "forbid", "disallow"})
+_POLARITY_WORDS = frozenset({"always", "never", "not", "avoid", "omit", "omitt", "don", "no", "forbid", "disallow"})
+"""Keywords (as `keywords` stems them: "omitting" is "omitt") that say which way a directive points, not
+what about: left out of the overlap two opposite directives must share."""
 
 MIN_WORDS = 5
 
@@ -49,7 +51,12 @@ GENERIC = re.compile(
     r"keep (it|things) simple|do the right thing|make sure (it|everything) works)\b",
     re.IGNORECASE,
 )
-_NEGATIVE = re.compile(r"\b(never|do not|don't|must not|avoid|no longer|forbid|disallow)\b", re.IGNORECASE)
+_NEGATIVE = re.compile(
+    r"\b(never|do not|don't|must not|avoid(?:s|ing)?|omit(?:s|ting)?|no longer|forbid|disallow)\b", re.IGNORECASE
+)
+"""A directive that says what not to do. "Avoiding X" and "omit X" are such too: read as positive, "Optimize
+components, avoiding unnecessary re-renders" contradicted "Avoid unnecessary re-renders", and "omit curly
+braces" contradicted "avoid unnecessary curly braces" (the Cursor corpus's `ruledex check`)."""
 
 _ASSIGNMENT = "password or token assignment"
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -158,6 +158,29 @@ def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path
     assert "a.md:15" in found["contradiction"][0].said()
 
 
+def test_avoiding_and_omitting_point_the_same_way_as_avoid(tmp_path: Path) -> None:
+    """ "avoiding X" and "omit X" say what not to do: no contradiction with "avoid X" (seen in the Cursor corpus)."""
+    rules = write_rules(
+        tmp_path / "rules",
+        {
+            "a.md": rule_doc(
+                "## S\n\n- [SHOULD] Avoid unnecessary re-renders of the order table components.\n"
+                "- [SHOULD] Avoid curly braces around single-line statements in conditionals.",
+                id="a",
+            ),
+            "b.md": rule_doc(
+                "## S\n\n- [SHOULD] Optimize the order table components, avoiding unnecessary re-renders.\n"
+                "- [SHOULD] For single-line statements in conditionals, omit the curly braces.\n"
+                "- [SHOULD] Always put curly braces around single-line statements in conditionals.",
+                id="b",
+            ),
+        },
+    )
+    found = _codes(check(rules, today=TODAY))
+    # only the one that says the opposite: always braces, against a.md's and b.md's own "no braces"
+    assert [(f.path, f.line) for f in found.get("contradiction", [])] == [("b.md", 17)]
+
+
 def test_copies_give_one_finding_each_pointing_at_the_first(tmp_path: Path) -> None:
     """One text in n files gave n*(n-1)/2 findings (54,947 for 334 pieces); now n-1, one per copy."""
     text = "## S\n\n- [MUST] Validate every request body against an explicit schema at the API boundary."
