@@ -52,11 +52,14 @@ GENERIC = re.compile(
     re.IGNORECASE,
 )
 _NEGATIVE = re.compile(
-    r"\b(never|do not|don't|must not|avoid(?:s|ing)?|omit(?:s|ting)?|no longer|forbid|disallow)\b", re.IGNORECASE
+    r"\b(never|(?<!that )(?<!which )(?<!who )(?:do not|don't)|must not|avoid(?:s|ing)?|omit(?:s|ting)?|no longer|"
+    r"forbid|disallow)\b",
+    re.IGNORECASE,
 )
 """A directive that says what not to do. "Avoiding X" and "omit X" are such too: read as positive, "Optimize
 components, avoiding unnecessary re-renders" contradicted "Avoid unnecessary re-renders", and "omit curly
-braces" contradicted "avoid unnecessary curly braces" (the Cursor corpus's `ruledex check`)."""
+braces" contradicted "avoid unnecessary curly braces" (the Cursor corpus's `ruledex check`). "don't" after
+"that", "which" or "who" describes something ("literals that don't change") and says nothing either way."""
 
 _ASSIGNMENT = "password or token assignment"
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (

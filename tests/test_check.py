@@ -158,20 +158,22 @@ def test_opposite_instructions_are_a_contradiction_not_a_near_duplicate(tmp_path
     assert "a.md:15" in found["contradiction"][0].said()
 
 
-def test_avoiding_and_omitting_point_the_same_way_as_avoid(tmp_path: Path) -> None:
-    """ "avoiding X" and "omit X" say what not to do: no contradiction with "avoid X" (seen in the Cursor corpus)."""
+def test_polarity_reads_avoiding_omit_and_relative_clauses(tmp_path: Path) -> None:
+    """Seen in the Cursor corpus: "avoiding X" and "omit X" say what not to do; "that don't change" neither."""
     rules = write_rules(
         tmp_path / "rules",
         {
             "a.md": rule_doc(
                 "## S\n\n- [SHOULD] Avoid unnecessary re-renders of the order table components.\n"
-                "- [SHOULD] Avoid curly braces around single-line statements in conditionals.",
+                "- [SHOULD] Avoid curly braces around single-line statements in conditionals.\n"
+                "- [SHOULD] Declare the settings that don't change at runtime as module-level constants.",
                 id="a",
             ),
             "b.md": rule_doc(
                 "## S\n\n- [SHOULD] Optimize the order table components, avoiding unnecessary re-renders.\n"
                 "- [SHOULD] For single-line statements in conditionals, omit the curly braces.\n"
-                "- [SHOULD] Always put curly braces around single-line statements in conditionals.",
+                "- [SHOULD] Always put curly braces around single-line statements in conditionals.\n"
+                "- [SHOULD] Declare the settings that stay fixed at runtime as module-level constants.",
                 id="b",
             ),
         },
