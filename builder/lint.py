@@ -36,9 +36,12 @@ CONTRADICTION = 0.65
 CONTRADICTION_OVERLAP = 0.4
 """... when they also share this share of their keywords (Jaccard, polarity words left out)."""
 
-_POLARITY_WORDS = frozenset({"always", "never", "not", "avoid", "omit", "omitt", "don", "no", "forbid", "disallow"})
-"""Keywords (as `keywords` stems them: "omitting" is "omitt") that say which way a directive points, not
-what about: left out of the overlap two opposite directives must share."""
+_POLARITY_WORDS = frozenset(
+    keywords("always never not no don't avoid avoids avoiding omit omits omitting forbid disallow")
+)
+"""Keywords that say which way a directive points, not what about: left out of the overlap two opposite
+directives must share. Stemmed by :func:`keywords` itself, as the directives' terms are ("always" is
+"alway", "omitting" "omitt"), so each word matches what it is meant to."""
 
 MIN_WORDS = 5
 

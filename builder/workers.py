@@ -117,13 +117,10 @@ def _worker_started() -> None:
     (a spawned process inherits it), and they keep it: a Ctrl-C meant for the shell's foreground
     must not kill the workers of a build that would carry on without them.
     """
-    if hasattr(signal, "pthread_sigmask"):  # held (as :func:`_interrupts_held` starts workers) while the watcher starts
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    _exit_with_parent()
-    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
-        signal.signal(signal.SIGINT, _exit_quietly)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    with _interrupts_held():  # the watcher thread starts with Ctrl-C blocked, so it never takes one
+        _exit_with_parent()
+        if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _exit_quietly)
 
 
 def _exit_with_parent() -> None:
@@ -149,12 +146,13 @@ def _exit_with_parent() -> None:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """Ctrl-C held back (blocked, not lost) while worker processes start, which they inherit.
+    """Ctrl-C held back (blocked, not lost) while workers start and set themselves up.
 
-    A Ctrl-C that reached a worker while Python was still starting printed its half-done imports as
-    tracebacks, one per worker. Held, it reaches each worker once it can exit quietly
-    (:func:`_worker_started`), and this process as soon as the workers are started. POSIX only
-    (Windows has no signal mask; there the tracebacks remain possible).
+    Worker processes inherit the mask they start with. A Ctrl-C that reached a worker while Python
+    was still starting printed its half-done imports as tracebacks, one per worker. Held, it reaches
+    each worker once it can exit quietly (:func:`_worker_started`, which holds it too while it sets
+    up), and this process as soon as the workers are started. POSIX only (Windows has no signal
+    mask; there the tracebacks remain possible).
     """
     if not hasattr(signal, "pthread_sigmask"):
         yield
