@@ -119,6 +119,14 @@ class IndexHolder:
         """The index serving now (for a quick look; use :meth:`use` around a request)."""
         return self._current.index
 
+    def look_due(self) -> bool:
+        """Whether the next request looks for a replaced or newer file (at most every ``check_interval`` s).
+
+        Looking may verify a whole new file (every section's checksum), which a server does off its
+        event loop; every other request is a few milliseconds of work on the mapped index.
+        """
+        return time.monotonic() >= self._next_check
+
     @contextmanager
     def use(self) -> Iterator[Loaded]:
         """The current index for one request; it stays open until the request is done."""

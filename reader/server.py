@@ -14,12 +14,13 @@ This module and :mod:`.stdio`, which it imports, are the only ones that import t
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -309,6 +310,25 @@ class RuleTools:
 TOOL_NAMES = tuple(DESCRIPTIONS)
 
 
+def on_the_loop(work: Callable[..., T], holders: list[IndexHolder]) -> Callable[..., Awaitable[T]]:
+    """``work`` as a coroutine function that runs it on the event loop, not in a worker thread.
+
+    A tool is a few milliseconds of CPU on the mapped index and never waits on the network (``serve``
+    asks no local model), so a worker thread only added two thread switches and contention for the
+    GIL: over stdio, about 0.3-0.5 ms of each call (bench/README.md, finding 7). The exception is
+    a call that looks for a replaced index file (at most once a second), which may verify a whole
+    new file: it runs in a worker thread, so other HTTP clients are served meanwhile.
+    """
+
+    @functools.wraps(work)
+    async def run(*args: Any, **kwargs: Any) -> T:
+        if any(h.look_due() for h in holders):
+            return await anyio.to_thread.run_sync(functools.partial(work, *args, **kwargs))
+        return work(*args, **kwargs)
+
+    return run
+
+
 def _markdown_result(markdown: str, structured: dict[str, Any]) -> CallToolResult:
     """Structured content for programs, and the markdown alone as text for the model.
 
@@ -397,7 +417,7 @@ class RuledexServer(MCPServer):
         self._schemas: dict[str, dict[str, Any]] = {}
         for name in TOOL_NAMES:
             self.add_tool(
-                getattr(self.rule_tools, name),
+                on_the_loop(getattr(self.rule_tools, name), [holder, *(layers or [])]),
                 name=name,
                 title=name.replace("_", " "),
                 description=DESCRIPTIONS[name],

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -479,6 +480,27 @@ def test_the_file_is_checked_at_most_every_interval(bundled_index: Path, tiny_in
             assert loaded.index.n_rules > 1
     finally:
         holder.close()
+
+
+@pytest.mark.parametrize(("check_interval", "on_the_loop"), [(3600, True), (0, False)])
+def test_a_tool_runs_on_the_event_loop_unless_it_looks_for_a_new_file(
+    bundled_index: Path, check_interval: float, on_the_loop: bool
+) -> None:
+    """A call is milliseconds of CPU: a worker thread only adds switches. Looking for a replaced file
+    may verify a whole new one, so that call (at most one per interval) runs off the loop."""
+    threads: list[bool] = []
+
+    class Recording(IndexHolder):
+        def use(self) -> Any:
+            threads.append(threading.current_thread() is threading.main_thread())
+            return super().use()
+
+    holder = Recording(bundled_index, check_interval=check_interval)
+    try:
+        assert not call(RuledexServer(holder), "list_rules").is_error
+    finally:
+        holder.close()
+    assert threads == [on_the_loop]
 
 
 def test_an_index_overwritten_in_place_never_crashes_the_server(
