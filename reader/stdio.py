@@ -12,12 +12,22 @@ A line that is not a JSON-RPC 2.0 message (not JSON, another ``jsonrpc`` version
 answered with a JSON-RPC error (:func:`unreadable`, which answers such an HTTP body too), and
 logged on stderr; the SDK dropped it without a word, so the client waited for an answer that
 never came.
+
+When stdin and stdout are pipes or sockets, as an MCP client starts a server, they are read and
+written by the event loop itself (:func:`stdio_streams`); the SDK reads and writes them in worker
+threads, three thread switches per request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import logging
-from collections.abc import Awaitable, Callable
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self
 
@@ -213,10 +223,129 @@ class NoteAnswers(_Wrapped):
             self.in_flight.done(item.message.id)
 
 
+MAX_LINE = 1 << 30
+"""The longest message line read from a pipe; the SDK's transport sets none, so neither, in practice, does this."""
+
+
+class PipeLines:
+    """The lines of a pipe, read by the event loop: what the SDK's transport iterates stdin for."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")  # as the SDK reads stdin
+
+
+class PipeWriter:
+    """A pipe written by the event loop: what the SDK's transport writes its messages to."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        # drain() then waits until the pipe has taken every byte, as the SDK's blocking flush does: an
+        # answer still queued here when the session ends would be lost with the loop
+        writer.transport.set_write_buffer_limits(high=0)
+
+    async def write(self, text: str) -> None:
+        """Queue ``text``; :meth:`flush` waits until the pipe has taken it."""
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        """Wait until the pipe has taken everything (a client not reading), without blocking the loop."""
+        await self.writer.drain()
+
+
+def _pipe_or_socket(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def loop_can_serve() -> bool:
+    """Whether stdin and stdout are pipes or sockets the event loop can read and write itself.
+
+    Not when they are files or a terminal (asyncio takes only pipes, sockets and character devices,
+    and a terminal's non-blocking mode would outlive the server in the shell), nor when stdout is
+    stderr's file (``2>&1``): stdout's non-blocking mode would then be stderr's too.
+    """
+    backed = _fileno(sys.stdin) == 0 and _fileno(sys.stdout) == 1  # not replaced, e.g. by a test harness
+    if not backed or not (_pipe_or_socket(0) and _pipe_or_socket(1)):
+        return False
+    try:
+        return not os.path.sameopenfile(1, 2)
+    except OSError:
+        return True  # no stderr to share with
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+@asynccontextmanager
+async def _claimed_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter]]:
+    """Serve the wire from private copies of fds 0 and 1, with fd 0 on the null device and fd 1 on stderr.
+
+    As the SDK's transport does, so a stray ``print`` or a child process cannot write into (or read
+    from) the protocol; both are restored on exit, blocking again.
+    """
+    loop = asyncio.get_running_loop()
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        sys.stdout.flush()
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        # the transports own copies of their own: each closes its copy, the claim keeps the originals
+        reading, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(wire_in), "rb", buffering=0)
+        )
+        writing, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(wire_out), "wb", buffering=0)
+        )
+        try:
+            yield PipeLines(reader), PipeWriter(asyncio.StreamWriter(writing, protocol, None, loop))
+        finally:
+            reading.close()
+            writing.close()
+    finally:
+        os.close(null)
+        for fd, wire in ((0, wire_in), (1, wire_out)):
+            os.set_blocking(wire, True)
+            os.dup2(wire, fd)
+            os.close(wire)
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport's message streams, over pipes the event loop reads (see :func:`loop_can_serve`).
+
+    Otherwise (stdin a file, a terminal ...) the SDK's own transport, which reads in worker threads.
+    """
+    if not loop_can_serve():
+        async with stdio_server() as streams:
+            yield streams
+        return
+    async with _claimed_pipes() as (lines, out), stdio_server(lines, out) as streams:  # type: ignore[arg-type]
+        yield streams
+
+
 async def run_stdio(server: MCPServer) -> None:
     """What ``server.run_stdio_async()`` does, with the end of stdin held until the answers are out."""
     lowlevel = server._lowlevel_server  # what run_stdio_async runs too; the SDK has no other handle
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_streams() as (read_stream, write_stream):
         in_flight = InFlight()
         await lowlevel.run(
             HoldEof(read_stream, in_flight, answer=write_stream.send),

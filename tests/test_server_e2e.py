@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -294,6 +297,184 @@ def test_a_request_the_client_cancelled_is_not_waited_for_at_eof() -> None:
         return seen
 
     assert len(anyio.run(scenario)) == 3
+
+
+def _lines(*messages: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(m) + "\n" for m in messages).encode()
+
+
+def _handshake_and(*messages: dict[str, Any]) -> bytes:
+    return _lines(
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *messages,
+    )
+
+
+QUERY = {"name": "query_directives", "arguments": {"taskDescription": TASKS[0]}}
+
+
+@pytest.mark.parametrize("wiring", ["pipes", "stdin from a file", "files both ways", "stdout and stderr one pipe"])
+def test_stdio_serves_over_pipes_files_and_a_shared_stderr(bundled_index: Path, tmp_path: Path, wiring: str) -> None:
+    """Pipes are read and written by the event loop; files and a stdout shared with stderr by the SDK's transport."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_handshake_and({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": QUERY}))
+    answers_file = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers_file.open("wb") as stdout_file:
+        done = subprocess.run(
+            [*SERVE, "--index", str(bundled_index)],
+            input=None if "file" in wiring else requests.read_bytes(),
+            stdin=stdin if "file" in wiring else None,
+            stdout=stdout_file if wiring == "files both ways" else subprocess.PIPE,
+            stderr=subprocess.STDOUT if wiring == "stdout and stderr one pipe" else subprocess.PIPE,
+            timeout=60,
+            check=True,
+        )
+    out = answers_file.read_text(encoding="utf-8") if wiring == "files both ways" else done.stdout.decode()
+    lines = out.splitlines()
+    answers = {m["id"]: m for m in map(json.loads, (line for line in lines if line.startswith("{")))}
+    assert sorted(answers) == [0, 1], out
+    assert "security#input-validation-1" in answers[1]["result"]["content"][0]["text"]
+    if wiring == "stdout and stderr one pipe":  # the log lines arrive too, each on a line of its own
+        assert any("serving" in line for line in lines if not line.startswith("{"))
+
+
+@pytest.mark.parametrize(
+    ("stdin", "stdout", "stderr", "on_the_loop"),
+    [
+        ("pipe", "pipe", "pipe", True),
+        ("file", "pipe", "pipe", False),
+        ("pipe", "file", "pipe", False),
+        ("pipe", "pipe", "stdout", False),
+    ],
+)
+def test_the_event_loop_reads_and_writes_pipes_only(
+    tmp_path: Path, stdin: str, stdout: str, stderr: str, on_the_loop: bool
+) -> None:
+    """Pipes are served by the event loop (no thread switch per message); anything else by the SDK's threads."""
+    probe = (
+        "import sys; from ruledex.reader.stdio import loop_can_serve; print('LOOP', loop_can_serve(), file=sys.stderr)"
+    )
+    (tmp_path / "in").write_text("", encoding="utf-8")
+    with (tmp_path / "in").open("rb") as file_in, (tmp_path / "out").open("wb") as file_out:
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            stdin=file_in if stdin == "file" else subprocess.PIPE,
+            stdout=file_out if stdout == "file" else subprocess.PIPE,
+            stderr=subprocess.STDOUT if stderr == "stdout" else subprocess.PIPE,
+            timeout=60,
+            check=True,
+        )
+    said = (done.stderr or done.stdout or b"").decode()
+    assert f"LOOP {on_the_loop}" in said, said
+
+
+def test_stdin_and_stdout_are_blocking_again_when_the_server_ends(bundled_index: Path) -> None:
+    """The loop makes the pipes non-blocking; a command run after the server on the same pipes must not inherit that."""
+    script = (
+        f'"{SERVE[0]}" -m ruledex.reader.cli serve --index "{bundled_index}"; '
+        f'"{sys.executable}" -c "import os, sys; print(\'BLOCKING\', os.get_blocking(0), os.get_blocking(1), file=sys.stderr)"'
+    )
+    done = subprocess.run(["sh", "-c", script], input=_handshake_and(), capture_output=True, timeout=60, check=True)
+    assert "BLOCKING True True" in done.stderr.decode(), done.stderr.decode()
+
+
+def test_a_client_that_writes_every_request_before_reading_gets_every_answer(bundled_index: Path) -> None:
+    """A client that reads nothing until it has written everything: while the answers wait in a full
+    stdout pipe, the server must go on reading stdin, or both sides wait for ever."""
+    queries = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": QUERY} for i in range(1, 11)]
+    padding = "x" * 8000  # the ten answers (~100 KB) fill stdout's pipe; then 2.4 MB of pings must still be read
+    pings = [{"jsonrpc": "2.0", "id": i, "method": "ping", "params": {"pad": padding}} for i in range(11, 311)]
+    process = subprocess.Popen(
+        [*SERVE, "--index", str(bundled_index)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def write_everything() -> None:
+        with contextlib.suppress(BrokenPipeError):  # the server was stopped: the assertion below says why
+            stdin.write(_handshake_and(*queries, *pings))
+            stdin.flush()
+
+    writer = threading.Thread(target=write_everything)
+    writer.start()
+    writer.join(30)  # still writing then: the server stopped reading, a deadlock (the stop below ends it)
+    try:
+        assert not writer.is_alive(), "the server stopped reading requests while its answers waited to be read"
+        answers = [json.loads(stdout.readline()) for _ in range(311)]
+        stdin.close()
+        assert process.wait(60) == 0
+    finally:
+        stop(process)
+        writer.join(30)
+        for pipe in (stdin, stdout):
+            with contextlib.suppress(BrokenPipeError):
+                pipe.close()
+    assert sorted(a["id"] for a in answers) == list(range(311))
+    assert all("security#input-validation-1" in a["result"]["content"][0]["text"] for a in answers if 0 < a["id"] <= 10)
+
+
+def test_every_answer_reaches_a_client_that_reads_slowly_after_closing_stdin(bundled_index: Path) -> None:
+    """The answers outgrow stdout's pipe while the client waits: the server writes the last of them before it exits."""
+    queries = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": QUERY} for i in range(1, 31)]
+    process = subprocess.Popen(
+        [*SERVE, "--index", str(bundled_index)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(_handshake_and(*queries))
+        process.stdin.close()
+        time.sleep(1)  # ~300 KB of answers wait for a reader; the pipe holds 64 KiB
+        answers = []
+        for line in process.stdout:  # slowly: the last answers are still on their way as the session ends
+            answers.append(json.loads(line))
+            time.sleep(0.05)
+        assert process.wait(60) == 0
+    finally:
+        stop(process)
+        process.stdout.close()
+    assert sorted(a["id"] for a in answers) == list(range(31))
+
+
+def test_a_request_line_longer_than_64_kib_is_read_whole(bundled_index: Path) -> None:
+    """asyncio's line reader stops at 64 KiB unless told otherwise; the SDK's transport had no such limit."""
+    task = "Validate the signup form's input before it reaches the database. " * 2000  # ~130 KB
+    call = {"name": "query_directives", "arguments": {"taskDescription": task}}
+    answers, stderr = raw_stdio(
+        bundled_index, [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})]
+    )
+    assert [a["id"] for a in answers] == [1], stderr
+    assert "security" in answers[0]["result"]["content"][0]["text"] and "Traceback" not in stderr
+
+
+def test_a_stray_print_in_a_tool_does_not_reach_the_protocol(bundled_index: Path) -> None:
+    """stdout carries only JSON-RPC: a print in a tool (or a child process writing to fd 1) lands on stderr."""
+    noisy = (
+        "import functools, os, sys; from ruledex.reader import server; original = server.RuleTools.list_rules\n"
+        "@functools.wraps(original)\n"
+        "def list_rules(self):\n"
+        "    print('stray print'); sys.stdout.flush(); os.write(1, b'stray write to fd 1\\n')\n"
+        "    return original(self)\n"
+        "server.RuleTools.list_rules = list_rules\n"
+        "from ruledex.reader.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_rules", "arguments": {}}}
+    done = subprocess.run(
+        [sys.executable, "-c", noisy, "serve", "--index", str(bundled_index)],
+        input=_handshake_and(call),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines()]  # every line is JSON
+    assert [a["id"] for a in answers] == [0, 1] and "security" in answers[1]["result"]["content"][0]["text"]
+    assert "stray print" in done.stderr.decode() and "stray write to fd 1" in done.stderr.decode()
 
 
 def test_a_client_that_closes_stdout_mid_request_stops_the_server_quietly(bundled_index: Path) -> None:
