@@ -287,12 +287,14 @@ def render(results: dict[str, Any]) -> str:
                 _p(stdio.get("latency_ms"), "p95"),
                 _p(stdio.get("server_query_ms"), "p50"),
                 stdio.get("protocol_overhead_ms_p50"),
+                (stdio.get("raw_client") or {}).get("server_overhead_ms_p50"),
             ]
         )
     if rows:
         parts += [
             "",
-            "PROCESSES cold start (median ms; floor = spawn to end of imports) and MCP stdio round trips (ms)",
+            "PROCESSES cold start (median ms; floor = spawn to end of imports) and MCP stdio round trips (ms; "
+            "protocol = round trip - server query, p50; of it server: the same with a client that only reads and writes JSON lines)",
             table(
                 [
                     "corpus",
@@ -306,6 +308,7 @@ def render(results: dict[str, Any]) -> str:
                     "stdio p95",
                     "server p50",
                     "protocol p50",
+                    "of it server",
                 ],
                 rows,
             ),

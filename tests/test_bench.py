@@ -188,6 +188,8 @@ def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
     (fts5,) = [t for t in results["targets"] if t["target"].startswith("faster than SQLite FTS5")]
     assert "one-file index (20 directives)" in fts5["note"]
     assert corpus["stdio"]["mismatches"] == [] and corpus["stdio"]["answers_checked"] > 0
+    raw = corpus["stdio"]["raw_client"]  # the server's share, from a client that only reads and writes lines
+    assert raw["mismatches"] == [] and raw["latency_ms"]["n"] > 0 and raw["server_overhead_ms_p50"] is not None
     assert corpus["concurrency"]["10"]["mismatches"] == [] and corpus["concurrency"]["10"]["errors"] == 0
     assert corpus["cold"]["query_process_imports"] == []
     assert {t["status"] for t in results["targets"]} <= {"pass", "MISS", "not run"}
