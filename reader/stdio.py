@@ -244,21 +244,44 @@ class PipeLines:
 
 
 class PipeWriter:
-    """A pipe written by the event loop: what the SDK's transport writes its messages to."""
+    """A pipe or socket written by the event loop: what the SDK's transport writes its messages to.
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        # drain() then waits until the pipe has taken every byte, as the SDK's blocking flush does: an
-        # answer still queued here when the session ends would be lost with the loop
-        writer.transport.set_write_buffer_limits(high=0)
+    Not asyncio's pipe transport: that one takes a stdout socket that turns readable for closed (a
+    client that shuts down its sending side of the socket it reads answers from, a half-close),
+    and its buffer outlives the loop. Here a flush returns once the pipe has taken every byte, as
+    the SDK's blocking write does, so nothing is left unsent when the session ends.
+    """
+
+    def __init__(self, fd: int) -> None:
+        """Write to ``fd``, a non-blocking descriptor this writer does not close."""
+        self.fd = fd
+        self.pending = bytearray()
 
     async def write(self, text: str) -> None:
-        """Queue ``text``; :meth:`flush` waits until the pipe has taken it."""
-        self.writer.write(text.encode("utf-8"))
+        """Queue ``text`` for :meth:`flush`."""
+        self.pending += text.encode("utf-8")
 
     async def flush(self) -> None:
-        """Wait until the pipe has taken everything (a client not reading), without blocking the loop."""
-        await self.writer.drain()
+        """Write everything queued, waiting (without blocking the loop) while the pipe is full.
+
+        A client that went away raises BrokenPipeError or ConnectionResetError, as a blocking write does.
+        """
+        while self.pending:
+            try:
+                written = os.write(self.fd, self.pending)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            del self.pending[:written]
+
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_writer(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_writer(self.fd)
 
 
 def _pipe_or_socket(fd: int) -> bool:
@@ -308,18 +331,15 @@ async def _claimed_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter]]:
         os.dup2(null, 0)
         os.dup2(2, 1)
         reader = asyncio.StreamReader(limit=MAX_LINE)
-        # the transports own copies of their own: each closes its copy, the claim keeps the originals
+        # the transport closes a copy of its own; the claim keeps the original to restore fd 0
         reading, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(wire_in), "rb", buffering=0)
         )
-        writing, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(wire_out), "wb", buffering=0)
-        )
+        os.set_blocking(wire_out, False)
         try:
-            yield PipeLines(reader), PipeWriter(asyncio.StreamWriter(writing, protocol, None, loop))
+            yield PipeLines(reader), PipeWriter(wire_out)
         finally:
             reading.close()
-            writing.close()
     finally:
         os.close(null)
         for fd, wire in ((0, wire_in), (1, wire_out)):

@@ -379,6 +379,44 @@ def test_stdin_and_stdout_are_blocking_again_when_the_server_ends(bundled_index:
     assert "BLOCKING True True" in done.stderr.decode(), done.stderr.decode()
 
 
+@pytest.mark.parametrize("sockets", ["two socketpairs", "stdout half-closed by the client", "one socket both ways"])
+def test_stdio_serves_over_unix_sockets(bundled_index: Path, sockets: str) -> None:
+    """Node (libuv) gives a child socketpairs, not pipes, for stdin and stdout: VS Code, Cursor and Claude
+    Desktop start MCP servers so. A client that only reads stdout may shut down its sending side of it."""
+    if sockets == "one socket both ways":
+        ours, theirs = socket.socketpair()
+        child_in = child_out = theirs
+        send, receive = ours, ours
+    else:
+        send, child_in = socket.socketpair()
+        receive, child_out = socket.socketpair()
+    with send, receive, child_in, child_out:
+        process = subprocess.Popen(
+            [*SERVE, "--index", str(bundled_index)],
+            stdin=child_in.fileno(),
+            stdout=child_out.fileno(),
+            stderr=subprocess.PIPE,
+        )
+        child_in.close()
+        child_out.close()
+        if sockets == "stdout half-closed by the client":
+            receive.shutdown(socket.SHUT_WR)  # stdout's socket turns readable (end of file) at the server's end
+        try:
+            send.sendall(_handshake_and({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": QUERY}))
+            receive.settimeout(60)
+            with receive.makefile("rb") as answers_in:
+                answers = {m["id"]: m for m in (json.loads(answers_in.readline()) for _ in range(2))}
+            send.shutdown(socket.SHUT_WR)
+            assert process.wait(60) == 0
+        finally:
+            stop(process)
+            assert process.stderr is not None
+            stderr = process.stderr.read().decode()
+            process.stderr.close()
+    assert sorted(answers) == [0, 1] and "closed its end of stdout" not in stderr, stderr
+    assert "security#input-validation-1" in answers[1]["result"]["content"][0]["text"]
+
+
 def test_a_client_that_writes_every_request_before_reading_gets_every_answer(bundled_index: Path) -> None:
     """A client that reads nothing until it has written everything: while the answers wait in a full
     stdout pipe, the server must go on reading stdin, or both sides wait for ever."""
