@@ -417,20 +417,22 @@ def test_stdio_serves_over_unix_sockets(bundled_index: Path, sockets: str) -> No
     assert "security#input-validation-1" in answers[1]["result"]["content"][0]["text"]
 
 
+def piped_server(index: Path) -> subprocess.Popen[bytes]:
+    """``ruledex serve`` with stdin and stdout pipes, as an MCP client starts it (stderr discarded)."""
+    return subprocess.Popen(
+        [*SERVE, "--index", str(index)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+
+
 def test_a_client_that_writes_every_request_before_reading_gets_every_answer(bundled_index: Path) -> None:
     """A client that reads nothing until it has written everything: while the answers wait in a full
     stdout pipe, the server must go on reading stdin, or both sides wait for ever."""
     queries = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": QUERY} for i in range(1, 11)]
     padding = "x" * 8000  # the ten answers (~100 KB) fill stdout's pipe; then 2.4 MB of pings must still be read
     pings = [{"jsonrpc": "2.0", "id": i, "method": "ping", "params": {"pad": padding}} for i in range(11, 311)]
-    process = subprocess.Popen(
-        [*SERVE, "--index", str(bundled_index)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdin is not None and process.stdout is not None
+    process = piped_server(bundled_index)
     stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None
 
     def write_everything() -> None:
         with contextlib.suppress(BrokenPipeError):  # the server was stopped: the assertion below says why
@@ -458,12 +460,7 @@ def test_a_client_that_writes_every_request_before_reading_gets_every_answer(bun
 def test_every_answer_reaches_a_client_that_reads_slowly_after_closing_stdin(bundled_index: Path) -> None:
     """The answers outgrow stdout's pipe while the client waits: the server writes the last of them before it exits."""
     queries = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": QUERY} for i in range(1, 31)]
-    process = subprocess.Popen(
-        [*SERVE, "--index", str(bundled_index)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    process = piped_server(bundled_index)
     assert process.stdin is not None and process.stdout is not None
     try:
         process.stdin.write(_handshake_and(*queries))
