@@ -123,9 +123,21 @@ class IndexHolder:
         """Whether the next request looks for a replaced or newer file (at most every ``check_interval`` s).
 
         Looking may verify a whole new file (every section's checksum), which a server does off its
-        event loop; every other request is a few milliseconds of work on the mapped index.
+        event loop; every other request is a few milliseconds of work on the mapped index. A file
+        rewritten in place is looked at by the next request, whenever it comes.
         """
-        return time.monotonic() >= self._next_check
+        return time.monotonic() >= self._next_check or self._rewritten_in_place() is not None
+
+    def _rewritten_in_place(self) -> os.stat_result | None:
+        """The served file's ``stat`` if it has the same inode but another size or time, else None."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        current = self._current.signature
+        if (st.st_dev, st.st_ino) != current[:2] or (st.st_size, st.st_mtime_ns) == current[2:4]:
+            return None
+        return st
 
     @contextmanager
     def use(self) -> Iterator[Loaded]:
@@ -156,12 +168,8 @@ class IndexHolder:
         server keeps answering until a good file is renamed over it. A replacement by rename keeps
         the old inode alive and needs none of this.
         """
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return
-        current = self._current.signature
-        if (st.st_dev, st.st_ino) != current[:2] or (st.st_size, st.st_mtime_ns) == current[2:4]:
+        st = self._rewritten_in_place()
+        if st is None:
             return
         self._next_check = 0.0
         if self.maybe_reload() or self._current.signature[2:4] == (st.st_size, st.st_mtime_ns):

@@ -482,12 +482,20 @@ def test_the_file_is_checked_at_most_every_interval(bundled_index: Path, tiny_in
         holder.close()
 
 
-@pytest.mark.parametrize(("check_interval", "on_the_loop"), [(3600, True), (0, False)])
+@pytest.mark.parametrize(
+    ("check_interval", "rewrite_in_place", "on_the_loop"), [(3600, False, True), (0, False, False), (3600, True, False)]
+)
 def test_a_tool_runs_on_the_event_loop_unless_it_looks_for_a_new_file(
-    bundled_index: Path, check_interval: float, on_the_loop: bool
+    bundled_index: Path,
+    tiny_index: Path,
+    tmp_path: Path,
+    check_interval: float,
+    rewrite_in_place: bool,
+    on_the_loop: bool,
 ) -> None:
     """A call is milliseconds of CPU: a worker thread only adds switches. Looking for a replaced file
-    may verify a whole new one, so that call (at most one per interval) runs off the loop."""
+    may verify a whole new one, so that call (at most one per interval, or the first after the file
+    was rewritten in place) runs off the loop."""
     threads: list[bool] = []
 
     class Recording(IndexHolder):
@@ -495,9 +503,13 @@ def test_a_tool_runs_on_the_event_loop_unless_it_looks_for_a_new_file(
             threads.append(threading.current_thread() is threading.main_thread())
             return super().use()
 
-    holder = Recording(bundled_index, check_interval=check_interval)
+    served = served_copy(bundled_index, tmp_path)
+    holder = Recording(served, check_interval=check_interval)
     try:
-        assert not call(RuledexServer(holder), "list_rules").is_error
+        if rewrite_in_place:
+            shutil.copyfile(tiny_index, served)  # same inode, new bytes: verified before it is served
+        answer = call(RuledexServer(holder), "list_rules")
+        assert not answer.is_error and (answer.structured_content["total"] == 1) == rewrite_in_place
     finally:
         holder.close()
     assert threads == [on_the_loop]
