@@ -315,7 +315,7 @@ def on_the_loop(work: Callable[..., T], holders: list[IndexHolder]) -> Callable[
 
     A tool is a few milliseconds of CPU on the mapped index and never waits on the network (``serve``
     asks no local model), so a worker thread only added two thread switches and contention for the
-    GIL: over stdio, about 0.3-0.5 ms of each call (bench/README.md, finding 7). The exception is
+    GIL: over stdio, 0.1-0.4 ms of each call (bench/README.md, finding 7). The exception is
     a call that looks for a replaced index file (at most once a second, or first after the file was
     rewritten in place), which may verify a whole new file: it runs in a worker thread, so other
     HTTP clients are served meanwhile.

@@ -21,7 +21,6 @@ threads, three thread switches per request.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 import stat
@@ -299,6 +298,8 @@ def loop_can_serve() -> bool:
     and a terminal's non-blocking mode would outlive the server in the shell), nor when stdout is
     stderr's file (``2>&1``): stdout's non-blocking mode would then be stderr's too.
     """
+    if sys.platform == "win32":  # no fcntl, and asyncio's pipes there are not these
+        return False
     backed = _fileno(sys.stdin) == 0 and _fileno(sys.stdout) == 1  # not replaced, e.g. by a test harness
     if not backed or not (_pipe_or_socket(0) and _pipe_or_socket(1)):
         return False
@@ -322,6 +323,8 @@ async def _claimed_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter]]:
     As the SDK's transport does, so a stray ``print`` or a child process cannot write into (or read
     from) the protocol; both are restored on exit, blocking again.
     """
+    import fcntl  # POSIX only: loop_can_serve says no on Windows
+
     loop = asyncio.get_running_loop()
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
