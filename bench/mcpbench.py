@@ -177,6 +177,7 @@ async def _stdio_session(
 
 
 HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "ruledex-bench", "version": "0"}}
+"""The initialize parameters of a client that writes JSON lines itself (the tests use it too)."""
 
 
 def raw_stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, reference: dict[str, Any]) -> dict[str, Any]:

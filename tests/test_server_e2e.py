@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench.mcpbench import HELLO
 from bench.measure import free_port, stop, wait_healthy
 from bench.tasks import TASKS as BENCH_TASKS
 
@@ -158,15 +159,16 @@ def test_requests_read_before_stdin_closes_are_answered(bundled_index: Path) -> 
     assert "security#input-validation-1" in answers[3]["result"]["content"][0]["text"]
 
 
-HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+HANDSHAKE = (
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+)
+"""What a client sends first; its answer has id 0."""
 
 
 def raw_stdio(index: Path, lines: list[str], *, initialize: bool = True) -> tuple[list[dict[str, Any]], str]:
     """Write these lines (after the handshake, unless told not to) to ``ruledex serve``; every answer and stderr."""
-    handshake = [
-        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO}),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    ]
+    handshake = [json.dumps(m) for m in HANDSHAKE]
     done = subprocess.run(
         [*SERVE, "--index", str(index)],
         input="".join(f"{line}\n" for line in [*(handshake if initialize else []), *lines]),
@@ -304,11 +306,7 @@ def _lines(*messages: dict[str, Any]) -> bytes:
 
 
 def _handshake_and(*messages: dict[str, Any]) -> bytes:
-    return _lines(
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        *messages,
-    )
+    return _lines(*HANDSHAKE, *messages)
 
 
 QUERY = {"name": "query_directives", "arguments": {"taskDescription": TASKS[0]}}
