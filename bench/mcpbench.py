@@ -4,6 +4,8 @@
   SDK's ``Client``, initialize handshake), beside the floor: a bare Python that only imports the
   libraries the server imports. ``ruledex query`` as a whole process, beside ``python -c "import
   numpy"``. Samples of the four are interleaved; medians and differences come from the same run.
+  Then the first call of a session made a second after the handshake, as an IDE makes it, and the
+  same call again.
 - stdio latency: round trips of ``query_directives`` over one stdio session, every answer checked
   against the in-process answer; then the server's memory (peak RSS, anonymous, file-backed, and
   how much of the mapped index is resident).
@@ -133,6 +135,7 @@ def cold_start(index_path: Path, task: str, repeats: int) -> dict[str, Any]:
     return {
         "repeats": repeats,
         "median_ms": med,
+        "first_call_after_idle": first_call_after_idle(index_path, task, max(1, repeats // 3)),
         "serve_over_sdk_floor_ms": over,
         "query_over_numpy_ratio": ratio(med["query_process"], med["floor_numpy_import"]),
         "query_process_imports": light["heavy"],
@@ -180,6 +183,58 @@ HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"na
 """The initialize parameters of a client that writes JSON lines itself (the tests use it too)."""
 
 
+class RawClient:
+    """``ruledex serve`` over stdio pipes, driven by writing and reading JSON lines (no SDK on this side)."""
+
+    def __init__(self, index_path: Path) -> None:
+        """Spawn the server and make the initialize handshake."""
+        self.process = subprocess.Popen(  # inherits PYTHONPATH: a --snapshot run's code
+            [*ruledex_argv(), "serve", "--index", str(index_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self._ids = iter(range(1, 1 << 30))
+        try:
+            self.call("initialize", HELLO)
+            self._send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One request and its answer."""
+        assert self.process.stdout is not None
+        self._send(
+            (json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}) + "\n").encode()
+        )
+        return json.loads(self.process.stdout.readline())
+
+    def query(self, task: str) -> tuple[float, dict[str, Any] | None]:
+        """ms for one ``query_directives`` round trip, and its structured answer (None if it failed)."""
+        started = time.perf_counter()
+        answer = self.call("tools/call", {"name": "query_directives", "arguments": {"taskDescription": task}})
+        elapsed = (time.perf_counter() - started) * 1000
+        result = answer.get("result") or {}
+        return elapsed, None if result.get("isError") else result.get("structuredContent")
+
+    def close(self) -> None:
+        """Close stdin (the server stops) and wait for it."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(30)
+        finally:
+            stop(self.process)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+
+
 def raw_stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, reference: dict[str, Any]) -> dict[str, Any]:
     """Round trips with a client that only writes and reads JSON lines: the server's share of a call.
 
@@ -187,44 +242,21 @@ def raw_stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, refer
     does ``json.loads`` and checks the answer, so the round trip minus the server's query time is
     what the server's protocol handling costs.
     """
-    process = subprocess.Popen(  # inherits PYTHONPATH: a --snapshot run's code
-        [*ruledex_argv(), "serve", "--index", str(index_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdin is not None and process.stdout is not None
     latencies: list[float] = []
     server_ms: list[float] = []
     mismatches: list[str] = []
-    ids = iter(range(1, 1 << 30))
-
-    def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        line = json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}) + "\n"
-        process.stdin.write(line.encode())
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())
-
+    client = RawClient(index_path)
     try:
-        call("initialize", HELLO)
-        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         for r in range(rounds + 1):  # the first round warms up
             for task in tasks:
-                started = time.perf_counter()
-                answer = call("tools/call", {"name": "query_directives", "arguments": {"taskDescription": task}})
-                elapsed = (time.perf_counter() - started) * 1000
-                result = answer.get("result") or {}
-                structured = result.get("structuredContent")
-                if result.get("isError") or not structured or stable(structured) != reference[task]:
+                elapsed, structured = client.query(task)
+                if not structured or stable(structured) != reference[task]:
                     mismatches.append(task)
                 elif r:
                     latencies.append(elapsed)
                     server_ms.append(float(structured["diagnostics"]["executionTimeMs"]))
-        process.stdin.close()
-        process.wait(30)
     finally:
-        stop(process)
-        process.stdout.close()
+        client.close()
     raw, server = summary(latencies), summary(server_ms)
     return {
         "latency_ms": raw,
@@ -232,6 +264,30 @@ def raw_stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, refer
         "server_overhead_ms_p50": round(raw["p50"] - server["p50"], 3) if latencies else None,
         "mismatches": sorted(set(mismatches)),
     }
+
+
+IDLE_S = 1.0
+"""How long the idle client waits after the handshake: an IDE starts its servers well before the
+assistant's first call, and the server warms up meanwhile (``reader.server.warming_up``)."""
+
+
+def first_call_after_idle(index_path: Path, task: str, repeats: int) -> dict[str, Any]:
+    """The first ``query_directives`` round trip of a session made :data:`IDLE_S` after the handshake,
+    and the same call again (everything loaded), with the raw client; medians over ``repeats`` spawns."""
+    first: list[float] = []
+    again: list[float] = []
+    for _ in range(repeats):
+        client = RawClient(index_path)
+        try:
+            time.sleep(IDLE_S)
+            for out in (first, again):
+                elapsed, structured = client.query(task)
+                if not structured:
+                    raise RuntimeError(f"query_directives failed on {index_path}")
+                out.append(elapsed)
+        finally:
+            client.close()
+    return {"idle_s": IDLE_S, "repeats": repeats, "first_call_ms": median(first), "again_ms": median(again)}
 
 
 def stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, reference: dict[str, Any]) -> dict[str, Any]:

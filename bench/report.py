@@ -288,13 +288,16 @@ def render(results: dict[str, Any]) -> str:
                 _p(stdio.get("server_query_ms"), "p50"),
                 stdio.get("protocol_overhead_ms_p50"),
                 (stdio.get("raw_client") or {}).get("server_overhead_ms_p50"),
+                _get(cold, "first_call_after_idle", "first_call_ms"),
+                _get(cold, "first_call_after_idle", "again_ms"),
             ]
         )
     if rows:
         parts += [
             "",
             "PROCESSES cold start (median ms; floor = spawn to end of imports) and MCP stdio round trips (ms; "
-            "protocol = round trip - server query, p50; of it server: the same with a client that only reads and writes JSON lines)",
+            "protocol = round trip - server query, p50; of it server: the same with a client that only reads and writes JSON lines; "
+            "idle 1st: a session's first call a second after the handshake, and that call again, same client)",
             table(
                 [
                     "corpus",
@@ -309,6 +312,8 @@ def render(results: dict[str, Any]) -> str:
                     "server p50",
                     "protocol p50",
                     "of it server",
+                    "idle 1st",
+                    "again",
                 ],
                 rows,
             ),

@@ -15,10 +15,12 @@ This module and :mod:`.stdio`, which it imports, are the only ones that import t
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -443,6 +445,8 @@ class RuledexServer(MCPServer):
             )
         self.custom_route("/healthz", methods=["GET"])(self._healthz)
         self.middleware.append(name_invalid_params)
+        self.activity = Activity()
+        self.middleware.append(self.activity)
 
     async def _healthz(self, request: Request) -> Response:
         if self.http_security is not None:  # the check the SDK gives /mcp: custom routes are not behind it
@@ -728,10 +732,11 @@ def serve(
             f"; following the newest index in {follow}" if follow else "",
             f"; logging queries to {log_queries}" if log_queries else "",
         )
-        if sock is None:
-            _run_stdio(server)
-        else:
-            anyio.run(_serve_http, server, sock)
+        with warming_up([holder, *extra], server.activity.idle_for, freeze=True):
+            if sock is None:
+                _run_stdio(server)
+            else:
+                anyio.run(_serve_http, server, sock)
     finally:
         if sock is not None:
             sock.close()
@@ -739,6 +744,86 @@ def serve(
         for layer in extra:
             layer.close()
     return 0
+
+
+WARM_UP_AFTER = 0.5
+"""Seconds without a request a server waits for before warming its indexes up: a client that calls
+a tool right after the handshake (a script, the bench's cold start) is answered without sharing the
+CPU, and a busy server has warmed up through its requests anyway."""
+
+
+class Activity:
+    """Request middleware that notes when the server last handled a request: the warm-up waits for a pause."""
+
+    def __init__(self) -> None:
+        """No request yet: idle since now."""
+        self.running = 0
+        self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last request ended (since the server was made, before any); 0 while one runs."""
+        return 0.0 if self.running else time.monotonic() - self.last
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Count the request while it runs (every request, the handshake's included)."""
+        self.running += 1
+        try:
+            return await call_next(ctx)
+        finally:
+            self.running -= 1
+            self.last = time.monotonic()
+
+
+def freeze_heap() -> int:
+    """Collect garbage, then keep every object alive now out of the collector's later passes; how many.
+
+    A server's heap is mostly what it will hold until it stops: modules, the SDK's and pydantic's
+    schemas, the index's decoded records and caches. The collector's full pass walks all of it: 55-59
+    ms on every index size measured, once in a while as a session's caches grow (bench/README
+    finding 11). Frozen (``gc.freeze``), those objects are no longer walked; the few that later turn
+    into garbage in a reference cycle stay allocated.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+@contextmanager
+def warming_up(
+    holders: list[IndexHolder], idle_for: Callable[[], float], after: float = WARM_UP_AFTER, *, freeze: bool = False
+) -> Iterator[threading.Thread]:
+    """Warm every served index up in a background thread while serving, so the first tool call is as fast as the rest.
+
+    An IDE starts its servers long before the assistant's first call, which used to load the query
+    encoder, the task model and the index's pages itself (52-66 ms more on the bundled rules, 90-110
+    ms at 100k directives; bench/README finding 11). The warm-up waits until ``idle_for()`` (seconds
+    without a request, :class:`Activity`) reaches ``after``; it holds each index as a request would,
+    and stopping waits for it, so nothing is closed under it. With ``freeze``, the heap is frozen
+    afterwards (:func:`freeze_heap`).
+    """
+    stop = threading.Event()
+
+    def run() -> None:
+        wait = after
+        while not stop.wait(wait):
+            idle = idle_for()
+            if idle >= after:
+                for holder in holders:
+                    if stop.is_set():
+                        return
+                    holder.warm_up()
+                if freeze:
+                    log.info("%d objects frozen out of the garbage collector's full passes", freeze_heap())
+                return
+            wait = after - idle
+
+    thread = threading.Thread(target=run, name="ruledex-warm-up", daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join()
 
 
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)

@@ -192,6 +192,8 @@ def test_quick_run_end_to_end_writes_valid_json(tmp_path: Path) -> None:
     assert raw["mismatches"] == [] and raw["latency_ms"]["n"] > 0 and raw["server_overhead_ms_p50"] is not None
     assert corpus["concurrency"]["10"]["mismatches"] == [] and corpus["concurrency"]["10"]["errors"] == 0
     assert corpus["cold"]["query_process_imports"] == []
+    idle = corpus["cold"]["first_call_after_idle"]  # an IDE's first call, made a second after the handshake
+    assert idle["repeats"] >= 1 and idle["first_call_ms"] > 0 and idle["again_ms"] > 0
     assert {t["status"] for t in results["targets"]} <= {"pass", "MISS", "not run"}
     assert "TARGETS" in done.stdout and str(out) in done.stdout
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -20,13 +21,23 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ruledex.builder.build import build
+from ruledex.reader import task_model
 from ruledex.reader.catalog import render_rule
+from ruledex.reader.encode import Encoder
 from ruledex.reader.errors import ConfigError
 from ruledex.reader.holder import IndexHolder
 from ruledex.reader.index import Index
 from ruledex.reader.query import MAX_TASK_CHARS, query_directives
 from ruledex.reader.querylog import QueryLog, log_record, mask_secrets
-from ruledex.reader.server import TOOL_NAMES, RuledexServer, listen, mode_instructions, parse_http
+from ruledex.reader.server import (
+    TOOL_NAMES,
+    RuledexServer,
+    freeze_heap,
+    listen,
+    mode_instructions,
+    parse_http,
+    warming_up,
+)
 
 from .conftest import REPO, rule_doc, write_rules
 
@@ -532,6 +543,102 @@ def test_an_index_overwritten_in_place_never_crashes_the_server(
         assert not fixed.is_error and fixed.structured_content["total"] == 1
     finally:
         holder.close()
+
+
+def test_a_warm_up_loads_what_the_first_query_would(
+    bundled_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An IDE starts the server long before the first call: that call must not build the encoder or read the task model."""
+    loads: list[str] = []
+    from_json, read_model = Encoder.from_json, task_model.read_model
+
+    def counting_encoder(*args: Any) -> Encoder:
+        loads.append("encoder")
+        return from_json(*args)
+
+    def counting_model(path: Path) -> task_model.TaskModel:
+        loads.append("task model")
+        return read_model(path)
+
+    monkeypatch.setattr(Encoder, "from_json", counting_encoder)
+    monkeypatch.setattr(task_model, "read_model", counting_model)
+    task_model.shipped_model.cache_clear()
+    holder = IndexHolder(served_copy(bundled_index, tmp_path))  # a new Index: nothing of it loaded yet
+    try:
+        holder.warm_up()
+        assert sorted(loads) == ["encoder", "task model"]
+        loads.clear()
+        answer = call(RuledexServer(holder), "query_directives", {"taskDescription": "Rotate the database password"})
+        assert not answer.is_error and answer.structured_content["citations"]
+        assert loads == [], "the first call loaded nothing"
+    finally:
+        holder.close()
+        task_model.shipped_model.cache_clear()
+
+
+def test_a_warm_up_that_fails_is_logged_and_the_next_request_says_why(
+    bundled_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    served = served_copy(bundled_index, tmp_path)
+    holder = IndexHolder(served, check_interval=3600)
+    try:
+        with open(served, "r+b") as fh:  # truncated in place while the server starts
+            fh.truncate(4096)
+        with caplog.at_level(logging.INFO, logger="ruledex"):
+            holder.warm_up()  # never raises
+        said = [
+            (r.levelno, r.getMessage())
+            for r in caplog.records
+            if r.getMessage().startswith(("no warm-up", "warmed up"))
+        ]
+        assert len(said) == 1 and said[0][0] == logging.WARNING
+        assert said[0][1].startswith("no warm-up: ") and "overwritten in place" in said[0][1]
+        broken = call(RuledexServer(holder), "query_directives", {"taskDescription": "Add an API endpoint"})
+        assert broken.is_error and "overwritten in place" in broken.content[0].text
+    finally:
+        holder.close()
+
+
+def test_the_warm_up_waits_for_a_pause_in_the_requests(bundled_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that calls at once is answered without a warm-up sharing the CPU; a server stopping first never warms up."""
+    warmed = threading.Event()
+    monkeypatch.setattr(IndexHolder, "warm_up", lambda self: warmed.set())
+    holder = IndexHolder(bundled_index)
+    busy = [True]
+    try:
+        with warming_up([holder], lambda: 3600.0, after=3600):  # stopped before the pause ends: no warm-up, no wait
+            pass
+        assert not warmed.is_set()
+        with warming_up([holder], lambda: 0.0 if busy[0] else 10.0, after=0.05) as thread:
+            assert not warmed.wait(0.5), "no warm-up while requests come"
+            busy[0] = False
+            assert warmed.wait(30)
+        assert not thread.is_alive()
+    finally:
+        holder.close()
+
+
+def test_every_request_counts_as_activity(server: RuledexServer) -> None:
+    """What the warm-up waits on: the handshake and every call, tools or not."""
+    before = server.activity.last
+    assert server.activity.idle_for() >= 0.0 and server.activity.running == 0
+
+    async def body(client: Client) -> float:
+        after_handshake = server.activity.last
+        await client.list_tools()
+        assert server.activity.last > after_handshake
+        return after_handshake
+
+    assert with_client(server, body) > before
+    assert server.activity.running == 0
+
+
+def test_freezing_the_heap_keeps_live_objects_out_of_the_collector() -> None:
+    try:
+        assert freeze_heap() > 1000  # modules, the SDK, pydantic's schemas
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0
 
 
 # --- the query log -------------------------------------------------------------------------

@@ -420,6 +420,47 @@ def test_stdio_serves_over_unix_sockets(bundled_index: Path, sockets: str) -> No
     assert "security#input-validation-1" in answers[1]["result"]["content"][0]["text"]
 
 
+def test_a_server_warms_up_while_the_client_is_idle_and_logs_no_query(bundled_index: Path, tmp_path: Path) -> None:
+    """The first call an IDE makes, seconds after it started the server, finds the query path loaded;
+    the throwaway query that loaded it is no user's, so the query log does not hold it."""
+    log = tmp_path / "queries.jsonl"
+    said: list[str] = []
+    with subprocess.Popen(
+        [*SERVE, "--index", str(bundled_index), "--log-queries", str(log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:  # closes the pipes
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        deadline = threading.Timer(60, process.kill)  # a server that never says it warmed up fails, not hangs
+        deadline.start()
+        try:
+            process.stdin.write("".join(json.dumps(m) + "\n" for m in HANDSHAKE))
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            for line in process.stderr:  # the client says nothing more until the server has warmed up
+                said.append(line)
+                if "warmed up" in line:
+                    break
+            assert said and "warmed up rules" in said[-1] and "for the first call in" in said[-1], said
+            said.append(process.stderr.readline())
+            assert "objects frozen out of the garbage collector's full passes" in said[-1], said
+            assert not log.exists() or not log.read_text(encoding="utf-8"), "the warm-up is not a logged query"
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": QUERY}
+            process.stdin.write(json.dumps(call) + "\n")
+            process.stdin.flush()
+            answer = json.loads(process.stdout.readline())
+            process.stdin.close()
+            assert process.wait(30) == 0
+        finally:
+            deadline.cancel()
+            stop(process)
+    assert answer["id"] == 1 and answer["result"]["structuredContent"]["citations"]
+    logged = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [entry["task"] for entry in logged] == [TASKS[0]]
+
+
 def piped_server(index: Path) -> subprocess.Popen[bytes]:
     """``ruledex serve`` with stdin and stdout pipes, as an MCP client starts it (stderr discarded)."""
     return subprocess.Popen(
