@@ -21,7 +21,7 @@ from . import format as fmt
 from .encode import Encoder, EncoderParams
 from .errors import ArtifactError
 from .globs import matches_every_file
-from .records import DirectiveRecord, RuleRecord
+from .records import DirectiveRecord, RuleRecord, unpack_row
 from .text import keywords
 from .vocab import LAYERS, SEVERITIES, TOPICS
 
@@ -331,10 +331,10 @@ class Index:
         """Directive id -> position (built once, on first use)."""
         return {self.directive(i).id: i for i in range(self.n_directives)}
 
-    def _decode(self, blob: np.ndarray, offsets: np.ndarray, i: int, section: str) -> list[Any]:
+    def _decode(self, blob: np.ndarray, offsets: np.ndarray, i: int, section: str) -> tuple[Any, ...]:
         start, end = int(offsets[i]), int(offsets[i + 1])
         try:
-            return msgpack.unpackb(blob[start:end].tobytes(), raw=False)
+            return unpack_row(blob[start:end].tobytes())
         except (ValueError, msgpack.exceptions.ExtraData) as exc:
             raise self._damaged(section, ValueError(f"record {i}: {exc}")) from None
 

@@ -8,9 +8,12 @@ so a reader can decode rows written by an older builder of the same major format
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, TypeVar
+
+import msgpack
 
 T = TypeVar("T", bound="_Row")
 
@@ -24,13 +27,6 @@ def blob_id(text: str) -> str:
     """
     data = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def _freeze(value: Any) -> Any:
-    """Turn msgpack lists back into tuples, recursively, so records stay hashable and frozen."""
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 @cache
@@ -51,9 +47,26 @@ class _Row:
         return [getattr(self, name) for name in _names(type(self))]
 
     @classmethod
-    def from_row(cls: type[T], row: list[Any]) -> T:
-        """Build a record from a stored row; missing trailing fields take their defaults."""
-        return cls(**{name: _freeze(value) for name, value in zip(_names(cls), row, strict=False)})
+    def from_row(cls: type[T], row: Sequence[Any]) -> T:
+        """Build a record from a stored row, decoded with tuples for arrays (:func:`unpack_row`).
+
+        Missing trailing fields (an older builder) take their defaults; fields past the known ones
+        (a newer builder of the same major version) are left out. Positional: keyword arguments
+        cost twice as much, and a query decodes a few dozen records the first time it meets them.
+        """
+        return cls(*row[: len(_names(cls))])
+
+
+def unpack_row(data: bytes) -> tuple[Any, ...]:
+    """One stored record row, with every msgpack array as a tuple: records stay hashable and frozen.
+
+    msgpack makes the tuples in C; turning lists into tuples in Python afterwards took two thirds of
+    a record's decoding (8.8 -> 2.6 us a directive with positional construction).
+    """
+    row = msgpack.unpackb(data, raw=False, use_list=False)
+    if not isinstance(row, tuple):
+        raise ValueError(f"a record row is an array, not {type(row).__name__}")
+    return row
 
 
 @dataclass(frozen=True)

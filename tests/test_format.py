@@ -11,6 +11,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 
@@ -19,6 +20,7 @@ from ruledex.reader import format as fmt
 from ruledex.reader.cli import main
 from ruledex.reader.errors import ArtifactError
 from ruledex.reader.index import Index
+from ruledex.reader.records import DirectiveRecord, unpack_row
 
 from .conftest import RULES, relayout
 
@@ -314,3 +316,27 @@ def test_a_manifest_value_of_the_wrong_type_without_a_sidecar_names_the_field(
         assert f"{bad}: manifest field {expected}" in err and "rebuild the index" in err, err
     with pytest.raises(ArtifactError, match="manifest field"):
         IndexHolder(bad)  # what `ruledex serve` opens before it serves
+
+
+def test_every_record_decodes_to_what_was_stored(index: Index) -> None:
+    """Records come back equal to the builder's, arrays as tuples (frozen and hashable)."""
+    for i in range(index.n_directives):
+        record = index.directive(i)
+        assert msgpack.unpackb(msgpack.packb(record.to_row()), raw=False, use_list=False) == tuple(record.to_row())
+        assert isinstance(record.section, tuple) and all(isinstance(pair, tuple) for pair in record.examples)
+        hash(record)
+    rules = index.rules()
+    assert all(isinstance(rule.sections, tuple) and all(isinstance(s, tuple) for s in rule.sections) for rule in rules)
+    assert len({hash(rule) for rule in rules}) == index.n_rules
+
+
+def test_record_rows_of_older_and_newer_builders_decode() -> None:
+    """A row an older builder wrote lacks trailing fields (their defaults apply); a newer one's extra fields are left out."""
+    full = DirectiveRecord("r#s-1", 0, ("S", "T"), "MUST", "Do it.", "why", ("not this",), (("task", "rule"),))
+    row = unpack_row(msgpack.packb(full.to_row()))
+    assert DirectiveRecord.from_row(row) == full
+    older = DirectiveRecord.from_row(unpack_row(msgpack.packb(full.to_row()[:5])))
+    assert older == DirectiveRecord("r#s-1", 0, ("S", "T"), "MUST", "Do it.")
+    assert DirectiveRecord.from_row(unpack_row(msgpack.packb([*full.to_row(), "a field of a newer builder"]))) == full
+    with pytest.raises(ValueError, match="a record row is an array, not dict"):
+        unpack_row(msgpack.packb({"id": "r#s-1"}))
