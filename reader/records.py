@@ -65,7 +65,7 @@ def unpack_row(data: bytes) -> tuple[Any, ...]:
     """
     row = msgpack.unpackb(data, raw=False, use_list=False)
     if not isinstance(row, tuple):
-        raise ValueError(f"a record row is an array, not {type(row).__name__}")
+        raise ValueError(f"a record row must be an array, got {type(row).__name__}")
     return row
 
 

@@ -338,5 +338,5 @@ def test_record_rows_of_older_and_newer_builders_decode() -> None:
     older = DirectiveRecord.from_row(unpack_row(msgpack.packb(full.to_row()[:5])))
     assert older == DirectiveRecord("r#s-1", 0, ("S", "T"), "MUST", "Do it.")
     assert DirectiveRecord.from_row(unpack_row(msgpack.packb([*full.to_row(), "a field of a newer builder"]))) == full
-    with pytest.raises(ValueError, match="a record row is an array, not dict"):
+    with pytest.raises(ValueError, match="a record row must be an array, got dict"):
         unpack_row(msgpack.packb({"id": "r#s-1"}))
