@@ -266,20 +266,22 @@ def raw_stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, refer
     }
 
 
-IDLE_S = 1.0
-"""How long the idle client waits after the handshake: an IDE starts its servers well before the
-assistant's first call, and the server warms up meanwhile (``reader.server.warming_up``)."""
-
-
 def first_call_after_idle(index_path: Path, task: str, repeats: int) -> dict[str, Any]:
-    """The first ``query_directives`` round trip of a session made :data:`IDLE_S` after the handshake,
-    and the same call again (everything loaded), with the raw client; medians over ``repeats`` spawns."""
+    """The first ``query_directives`` round trip of a session made after an idle pause, and the same
+    call again (everything loaded), with the raw client; medians over ``repeats`` spawns.
+
+    An IDE starts its servers well before the assistant's first call. The pause is twice the
+    server's own wait before it warms up (``WARM_UP_AFTER``, 0.5 s), so the warm-up has run.
+    """
+    from ruledex.reader.server import WARM_UP_AFTER
+
+    idle_s = 2 * WARM_UP_AFTER
     first: list[float] = []
     again: list[float] = []
     for _ in range(repeats):
         client = RawClient(index_path)
         try:
-            time.sleep(IDLE_S)
+            time.sleep(idle_s)
             for out in (first, again):
                 elapsed, structured = client.query(task)
                 if not structured:
@@ -287,7 +289,7 @@ def first_call_after_idle(index_path: Path, task: str, repeats: int) -> dict[str
                 out.append(elapsed)
         finally:
             client.close()
-    return {"idle_s": IDLE_S, "repeats": repeats, "first_call_ms": median(first), "again_ms": median(again)}
+    return {"idle_s": idle_s, "repeats": repeats, "first_call_ms": median(first), "again_ms": median(again)}
 
 
 def stdio_latency(index_path: Path, tasks: Sequence[str], rounds: int, reference: dict[str, Any]) -> dict[str, Any]:
